@@ -1,0 +1,467 @@
+package domain
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+func requireCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if got := ErrorCode(err); got != code {
+		t.Fatalf("error code = %q (%v), want %q", got, err, code)
+	}
+}
+
+func fold[A interface{ Apply(Event) }](a A, evs []Event) A {
+	for _, e := range evs {
+		a.Apply(e)
+	}
+	return a
+}
+
+func TestValidateName(t *testing.T) {
+	t.Parallel()
+	for name, ok := range map[string]bool{
+		"a": true, "hello-world": true, "x1": true, strings.Repeat("a", 63): true,
+		"": false, strings.Repeat("a", 64): false, "Hello": false, "-a": false, "a-": false,
+		"a_b": false, "a.b": false, "a/b": false, "..": false, "a b": false,
+	} {
+		err := ValidateName("name", name)
+		if (err == nil) != ok {
+			t.Errorf("ValidateName(%q) = %v, want ok=%v", name, err, ok)
+		}
+		if err != nil {
+			requireCode(t, err, EINVALID)
+			if !strings.HasPrefix(ErrorMessage(err), "name:") {
+				t.Errorf("message %q does not name the field", ErrorMessage(err))
+			}
+		}
+	}
+}
+
+func TestFunctionSpecConfig(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		spec  FunctionSpec
+		field string // "" = valid
+	}{
+		{"defaults", FunctionSpec{Runtime: "python3.11"}, ""},
+		{"node", FunctionSpec{Runtime: "nodejs20", Entrypoint: "index.handler"}, ""},
+		{"go", FunctionSpec{Runtime: "go1.23", Entrypoint: "Handle"}, ""},
+		{"go lower", FunctionSpec{Runtime: "go1.23", Entrypoint: "handle"}, "entrypoint"},
+		{"go dotted", FunctionSpec{Runtime: "go1.23", Entrypoint: "main.Handle"}, "entrypoint"},
+		{"no runtime", FunctionSpec{}, "runtime"},
+		{"unknown runtime", FunctionSpec{Runtime: "ruby3"}, "runtime"},
+		{"entry without dot", FunctionSpec{Runtime: "python3.11", Entrypoint: "handle"}, "entrypoint"},
+		{"entry injection", FunctionSpec{Runtime: "python3.11", Entrypoint: "a.b; rm -rf /"}, "entrypoint"},
+		{"memory low", FunctionSpec{Runtime: "python3.11", MemoryMB: 63}, "memory_mb"},
+		{"memory negative", FunctionSpec{Runtime: "python3.11", MemoryMB: -1}, "memory_mb"},
+		{"memory high", FunctionSpec{Runtime: "python3.11", MemoryMB: 4097}, "memory_mb"},
+		{"memory edges", FunctionSpec{Runtime: "python3.11", MemoryMB: 4096, TimeoutSec: 900}, ""},
+		{"timeout high", FunctionSpec{Runtime: "python3.11", TimeoutSec: 901}, "timeout_sec"},
+		{"timeout negative", FunctionSpec{Runtime: "python3.11", TimeoutSec: -5}, "timeout_sec"},
+		{"env ok", FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"A_1": "x", "_b": ""}}, ""},
+		{"env bad name", FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"1A": "x"}}, "env_vars"},
+		{"env dash", FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"A-B": "x"}}, "env_vars"},
+		{"env reserved", FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"SLESS_ENTRYPOINT": "x"}}, "env_vars"},
+		{"env port", FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"PORT": "1"}}, "env_vars"},
+		{"env too big", FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"A": strings.Repeat("x", 70000)}}, "env_vars"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := c.spec.Config()
+			if c.field == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cfg.MemoryMB == 0 || cfg.TimeoutSec == 0 || cfg.Entrypoint == "" || cfg.EnvVars == nil {
+					t.Fatalf("defaults not applied: %+v", cfg)
+				}
+				return
+			}
+			var de *Error
+			if err == nil {
+				t.Fatalf("want error on %s", c.field)
+			}
+			de = err.(*Error)
+			if de.Field != c.field {
+				t.Fatalf("field = %q (%v), want %q", de.Field, err, c.field)
+			}
+		})
+	}
+	cfg, _ := FunctionSpec{Runtime: "python3.11"}.Config()
+	if cfg.Entrypoint != "handler.handle" || cfg.MemoryMB != 128 || cfg.TimeoutSec != 30 {
+		t.Fatalf("defaults = %+v", cfg)
+	}
+}
+
+func TestParseCron(t *testing.T) {
+	t.Parallel()
+	valid := []string{"* * * * *", "*/5 * * * *", "0 0 * * 0", "0 0 * * 7", "0-30/10 1,2,3 1-15 JAN-MAR mon-fri",
+		"@hourly", "@daily", "@weekly", "@monthly", "@yearly", "@annually", "@midnight", "59 23 31 12 6", "5/15 * * * *"}
+	for _, s := range valid {
+		if _, err := ParseCron(s); err != nil {
+			t.Errorf("ParseCron(%q) = %v", s, err)
+		}
+	}
+	invalid := []string{"", "* * * *", "* * * * * *", "60 * * * *", "* 24 * * *", "* * 0 * *", "* * * 13 *",
+		"* * * * 8", "*/0 * * * *", "5-1 * * * *", "a * * * *", "@every 5m", "@reboot", "1,,2 * * * *"}
+	for _, s := range invalid {
+		_, err := ParseCron(s)
+		requireCode(t, err, EINVALID)
+	}
+}
+
+func TestScheduleNext(t *testing.T) {
+	t.Parallel()
+	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }
+	cases := []struct{ expr, from, want string }{
+		{"*/5 * * * *", "2026-12-01T10:02:30Z", "2026-12-01T10:05:00Z"},
+		{"*/5 * * * *", "2026-12-01T10:05:00Z", "2026-12-01T10:10:00Z"},
+		{"@hourly", "2026-12-01T10:00:00Z", "2026-12-01T11:00:00Z"},
+		{"0 0 * * 0", "2026-12-01T10:00:00Z", "2026-12-06T00:00:00Z"}, // Sunday
+		{"0 0 * * 7", "2026-12-01T10:00:00Z", "2026-12-06T00:00:00Z"},
+		{"30 8 1 * *", "2026-12-31T23:59:00Z", "2027-01-01T08:30:00Z"},
+		{"0 12 13 * 5", "2026-12-01T00:00:00Z", "2026-12-04T12:00:00Z"}, // dom OR dow: Friday 4th first
+		{"0 0 29 2 *", "2026-03-01T00:00:00Z", "2028-02-29T00:00:00Z"},
+	}
+	for _, c := range cases {
+		s, err := ParseCron(c.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Next(at(c.from)); !got.Equal(at(c.want)) {
+			t.Errorf("%q.Next(%s) = %s, want %s", c.expr, c.from, got.Format(time.RFC3339), c.want)
+		}
+	}
+	never, _ := ParseCron("0 0 30 2 *")
+	if !never.Next(t0).IsZero() {
+		t.Error("Feb 30 should never fire")
+	}
+}
+
+func newFunction(t *testing.T, spec FunctionSpec) *Function {
+	t.Helper()
+	f := NewFunction("sless-0123456789abcdef", "hello")
+	evs, err := f.Create(spec, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fold(f, evs)
+}
+
+// must returns a checker for a command's (events, error) result that fails the test on error.
+func must(t *testing.T) func([]Event, error) []Event {
+	return func(evs []Event, err error) []Event {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+}
+
+func types(evs []Event) string {
+	s := make([]string, len(evs))
+	for i, e := range evs {
+		s[i] = e.EventType()
+	}
+	return strings.Join(s, ",")
+}
+
+func TestFunctionLifecycle(t *testing.T) {
+	t.Parallel()
+	f := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	if f.Phase != PhasePending || !f.Exists {
+		t.Fatalf("after create: %+v", f)
+	}
+	_, err := f.Create(FunctionSpec{Runtime: "python3.11"}, t0)
+	requireCode(t, err, ECONFLICT)
+
+	// Config change before any code: no version.
+	evs := must(t)(f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 256}, t0))
+	if types(evs) != EventFunctionConfigUpdated {
+		t.Fatalf("update without code = %s", types(evs))
+	}
+	fold(f, evs)
+
+	// Upload v1.
+	evs, n, err := f.Upload(Code{Digest: "sha256:a", ZipKey: "z", ContextKey: "c"}, t0)
+	if err != nil || n != 1 || types(evs) != EventVersionCreated {
+		t.Fatalf("upload = %s %d %v", types(evs), n, err)
+	}
+	fold(f, evs)
+	if f.Phase != PhaseBuilding || !f.NeedsBuild(1) {
+		t.Fatalf("phase after upload = %s", f.Phase)
+	}
+	// Identical upload: nothing, same version.
+	evs, n, _ = f.Upload(Code{Digest: "sha256:a"}, t0)
+	if len(evs) != 0 || n != 1 {
+		t.Fatalf("identical upload = %s %d", types(evs), n)
+	}
+	// Rollback to an unbuilt version is refused.
+	_, err = f.Rollback(1, t0)
+	requireCode(t, err, EUNPROCESSABLE)
+
+	fold(f, must(t)(f.StartBuild(1, t0)))
+	if evs := must(t)(f.StartBuild(1, t0)); len(evs) != 0 {
+		t.Fatal("second StartBuild must be a no-op")
+	}
+	evs = must(t)(f.SucceedBuild(1, "img:a", "ok", t0.Add(time.Minute)))
+	if types(evs) != "build.succeeded,version.activated" {
+		t.Fatalf("succeed = %s", types(evs))
+	}
+	fold(f, evs)
+	if f.Phase != PhaseReady || f.ActiveVersion != 1 || !f.LastBuiltAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("after build: %+v", f)
+	}
+	if evs := must(t)(f.SucceedBuild(1, "img:a", "ok", t0)); len(evs) != 0 {
+		t.Fatal("rerun of SucceedBuild must be a no-op")
+	}
+
+	// v2 fails to build: v1 stays active, phase Failed with the message.
+	evs, n, _ = f.Upload(Code{Digest: "sha256:b"}, t0)
+	fold(f, evs)
+	fold(f, must(t)(f.FailBuild(n, strings.Repeat("E", 3000), "full log", t0)))
+	if f.Phase != PhaseFailed || f.ActiveVersion != 1 || len(f.Message) > MaxMessageLength {
+		t.Fatalf("after failed build: phase=%s active=%d len(msg)=%d", f.Phase, f.ActiveVersion, len(f.Message))
+	}
+	_, err = f.Rollback(2, t0)
+	requireCode(t, err, EUNPROCESSABLE)
+	_, err = f.Rollback(9, t0)
+	requireCode(t, err, ENOTFOUND)
+
+	// Config change with code: a new version reusing the built v1 image? No: latest is v2 (failed), so it builds.
+	evs = must(t)(f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 512}, t0))
+	if types(evs) != "function.config_updated,version.created" {
+		t.Fatalf("update with failed latest = %s", types(evs))
+	}
+	fold(f, evs)
+	// Re-upload v1's code: its build is reused at once (no rebuild).
+	evs, n, _ = f.Upload(Code{Digest: "sha256:a"}, t0)
+	if n != 4 || types(evs) != "version.created,build.succeeded,version.activated" {
+		t.Fatalf("upload of built code = %s %d", types(evs), n)
+	}
+	fold(f, evs)
+	if v, _ := f.Version(4); v.Image != "img:a" || f.ActiveVersion != 4 || f.Phase != PhaseReady {
+		t.Fatalf("v4 = %+v active=%d", v, f.ActiveVersion)
+	}
+
+	// Rollback to v1, then repeat is a no-op.
+	evs = must(t)(f.Rollback(1, t0))
+	fold(f, evs)
+	if f.ActiveVersion != 1 || evs[0].(VersionActivated).From != 4 {
+		t.Fatalf("rollback: active=%d %+v", f.ActiveVersion, evs[0])
+	}
+	if evs := must(t)(f.Rollback(1, t0)); len(evs) != 0 {
+		t.Fatal("rollback to the active version must be a no-op")
+	}
+
+	// Rollout outcomes.
+	fold(f, must(t)(f.FailRollout(1, "crash loop", t0)))
+	if f.Phase != PhaseFailed || f.Message != "crash loop" {
+		t.Fatalf("rollout failed: %+v", f)
+	}
+	fold(f, must(t)(f.CompleteRollout(1, "http://127.0.0.1:9", t0)))
+	if f.Phase != PhaseReady || f.Endpoint != "http://127.0.0.1:9" {
+		t.Fatalf("rollout ok: %+v", f)
+	}
+	if evs := must(t)(f.CompleteRollout(1, "http://127.0.0.1:9", t0)); len(evs) != 0 {
+		t.Fatal("repeated rollout completion must be a no-op")
+	}
+
+	// Delete, then create again on the same stream starts from scratch.
+	fold(f, must(t)(f.Delete(t0)))
+	if f.Exists || len(f.Versions) != 0 {
+		t.Fatalf("after delete: %+v", f)
+	}
+	_, err = f.Delete(t0)
+	requireCode(t, err, ENOTFOUND)
+	_, _, err = f.Upload(Code{Digest: "x"}, t0)
+	requireCode(t, err, ENOTFOUND)
+	_, err = f.UpdateConfig(FunctionSpec{Runtime: "python3.11"}, t0)
+	requireCode(t, err, ENOTFOUND)
+	fold(f, must(t)(f.Create(FunctionSpec{Runtime: "nodejs20"}, t0)))
+	if !f.Exists || f.Config.Runtime != RuntimeNodeJS20 || f.Phase != PhasePending {
+		t.Fatalf("recreate: %+v", f)
+	}
+}
+
+func TestFunctionUpdateIdentical(t *testing.T) {
+	t.Parallel()
+	f := newFunction(t, FunctionSpec{Runtime: "go1.23", EnvVars: map[string]string{"A": "1"}})
+	evs := must(t)(f.UpdateConfig(FunctionSpec{Runtime: "go1.23", Entrypoint: "Handle", MemoryMB: 128, TimeoutSec: 30, EnvVars: map[string]string{"A": "1"}}, t0))
+	if len(evs) != 0 {
+		t.Fatalf("identical config = %s", types(evs))
+	}
+	_, err := f.UpdateConfig(FunctionSpec{Runtime: "go1.23", TimeoutSec: 1000}, t0)
+	requireCode(t, err, EINVALID)
+}
+
+func TestFunctionCreateBadName(t *testing.T) {
+	t.Parallel()
+	_, err := NewFunction("sless-0123456789abcdef", "Bad_Name").Create(FunctionSpec{Runtime: "python3.11"}, t0)
+	requireCode(t, err, EINVALID)
+}
+
+func TestTrigger(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		spec TriggerSpec
+		code string
+	}{
+		{"http", TriggerSpec{Type: "http", Function: "f", Enabled: true}, ""},
+		{"cron", TriggerSpec{Type: "cron", Function: "f", Schedule: "*/5 * * * *"}, ""},
+		{"cron macro", TriggerSpec{Type: "cron", Function: "f", Schedule: "@daily"}, ""},
+		{"cron bad", TriggerSpec{Type: "cron", Function: "f", Schedule: "*/5 * *"}, EINVALID},
+		{"cron empty", TriggerSpec{Type: "cron", Function: "f"}, EINVALID},
+		{"http with schedule", TriggerSpec{Type: "http", Function: "f", Schedule: "* * * * *"}, EINVALID},
+		{"no type", TriggerSpec{Function: "f"}, EINVALID},
+		{"bad type", TriggerSpec{Type: "queue", Function: "f"}, EINVALID},
+		{"bad function", TriggerSpec{Type: "http", Function: "F!"}, EINVALID},
+	}
+	for _, c := range cases {
+		_, err := NewTrigger("sless-0123456789abcdef", "t").Create(c.spec, t0)
+		requireCode(t, err, c.code)
+	}
+	tr := NewTrigger("sless-0123456789abcdef", "t")
+	fold(tr, must(t)(tr.Create(TriggerSpec{Type: "http", Function: "f", Enabled: true}, t0)))
+	_, err := tr.Create(TriggerSpec{Type: "http", Function: "f"}, t0)
+	requireCode(t, err, ECONFLICT)
+	if evs := must(t)(tr.SetEnabled(true, t0)); len(evs) != 0 {
+		t.Fatal("enable of enabled trigger must be a no-op")
+	}
+	fold(tr, must(t)(tr.SetEnabled(false, t0)))
+	if tr.Enabled {
+		t.Fatal("still enabled")
+	}
+	fold(tr, tr.SetActive(true, t0))
+	if !tr.Active || len(tr.SetActive(true, t0)) != 0 {
+		t.Fatal("active not recorded once")
+	}
+	fold(tr, must(t)(tr.Delete(t0)))
+	_, err = tr.SetEnabled(true, t0)
+	requireCode(t, err, ENOTFOUND)
+	_, err = tr.Delete(t0)
+	requireCode(t, err, ENOTFOUND)
+	if len(tr.SetActive(false, t0)) != 0 {
+		t.Fatal("SetActive on deleted trigger must be a no-op")
+	}
+}
+
+func TestJob(t *testing.T) {
+	t.Parallel()
+	ns := "sless-0123456789abcdef"
+	for _, c := range []struct {
+		name string
+		spec JobSpec
+		code string
+	}{
+		{"ok", JobSpec{Function: "f", Event: json.RawMessage(`{"a":1}`)}, ""},
+		{"null event", JobSpec{Function: "f", Event: json.RawMessage(`null`)}, ""},
+		{"bad json", JobSpec{Function: "f", Event: json.RawMessage(`{`)}, EINVALID},
+		{"negative run", JobSpec{Function: "f", RunID: -1}, EINVALID},
+		{"no function", JobSpec{}, EINVALID},
+		{"huge event", JobSpec{Function: "f", Event: json.RawMessage(`"` + strings.Repeat("x", MaxJobEventBytes) + `"`)}, ETOOLARGE},
+	} {
+		_, err := NewJob(ns, "j").Create(c.spec, t0)
+		if ErrorCode(err) != c.code {
+			t.Errorf("%s: code %q (%v), want %q", c.name, ErrorCode(err), err, c.code)
+		}
+	}
+
+	j := NewJob(ns, "j")
+	evs := must(t)(j.Create(JobSpec{Function: "f"}, t0))
+	if types(evs) != EventJobCreated {
+		t.Fatalf("run_id 0 create = %s", types(evs))
+	}
+	fold(j, evs)
+	if string(j.Event) != "{}" || j.Phase != JobPhasePending {
+		t.Fatalf("job = %+v", j)
+	}
+	_, err := j.Create(JobSpec{Function: "f"}, t0)
+	requireCode(t, err, ECONFLICT)
+	if len(j.Start(1, 1, t0)) != 0 {
+		t.Fatal("start of a run never requested must be a no-op")
+	}
+	fold(j, must(t)(j.SetRunID(1, t0)))
+	fold(j, j.Start(1, 3, t0))
+	if j.Phase != JobPhaseRunning || j.Version != 3 || len(j.Start(1, 3, t0)) != 0 {
+		t.Fatalf("running: %+v", j)
+	}
+	fold(j, j.Succeed(1, `{"ok":true}`, "hello\n{\"ok\":true}", t0))
+	if j.Phase != JobPhaseSucceeded || j.Message != `{"ok":true}` || !j.Finished() {
+		t.Fatalf("succeeded: %+v", j)
+	}
+	if len(j.Succeed(1, "again", "", t0)) != 0 || len(j.Fail(1, "late", "", t0)) != 0 {
+		t.Fatal("outcome after outcome must be a no-op")
+	}
+	if evs := must(t)(j.SetRunID(1, t0)); len(evs) != 0 {
+		t.Fatal("same run_id must be a no-op")
+	}
+	_, err = j.SetRunID(0, t0)
+	requireCode(t, err, EINVALID)
+	fold(j, must(t)(j.SetRunID(2, t0)))
+	if len(j.Succeed(1, "stale", "", t0)) != 0 {
+		t.Fatal("stale run outcome must be a no-op")
+	}
+	fold(j, j.Start(2, 3, t0))
+	fold(j, j.Fail(2, strings.Repeat("T", 5000), "tb", t0))
+	if j.Phase != JobPhaseFailed || len(j.Message) > MaxMessageLength || !strings.HasSuffix(j.Message, "[truncated]") {
+		t.Fatalf("failed: phase=%s len=%d", j.Phase, len(j.Message))
+	}
+	fold(j, must(t)(j.Delete(t0)))
+	_, err = j.SetRunID(5, t0)
+	requireCode(t, err, ENOTFOUND)
+
+	j2 := NewJob(ns, "j2")
+	if evs := must(t)(j2.Create(JobSpec{Function: "f", RunID: 1}, t0)); types(evs) != "job.created,job.run_requested" {
+		t.Fatalf("create with run_id 1 = %s", types(evs))
+	}
+}
+
+func TestNamespaceEnsure(t *testing.T) {
+	t.Parallel()
+	n := &Namespace{Name: "sless-ffd1f598c169b0ae"}
+	fold(n, must(t)(n.Ensure(t0)))
+	if evs := must(t)(n.Ensure(t0)); len(evs) != 0 {
+		t.Fatal("ensure must be idempotent")
+	}
+	_, err := (&Namespace{Name: "kube-system"}).Ensure(t0)
+	requireCode(t, err, EINVALID)
+}
+
+func TestDecodeEventRoundTrip(t *testing.T) {
+	t.Parallel()
+	for typ, mk := range eventFactories {
+		ev := deref(mk())
+		if ev.EventType() != typ {
+			t.Errorf("%s: EventType() = %s", typ, ev.EventType())
+		}
+		data, _ := json.Marshal(ev)
+		back, err := DecodeEvent(typ, data)
+		if err != nil || back.EventType() != typ {
+			t.Errorf("%s: decode = %v, %v", typ, back, err)
+		}
+	}
+	_, err := DecodeEvent("nope", []byte(`{}`))
+	requireCode(t, err, EINTERNAL)
+}
+
+func TestTruncate(t *testing.T) {
+	t.Parallel()
+	s := strings.Repeat("é", 2000)
+	got := Truncate(s, 2000)
+	if len(got) > 2000 || !strings.HasSuffix(got, "[truncated]") || !json.Valid([]byte(`"`+got+`"`)) {
+		t.Fatalf("bad truncation: len %d", len(got))
+	}
+	if Truncate("short", 2000) != "short" {
+		t.Fatal("short strings stay")
+	}
+}

@@ -1,0 +1,384 @@
+package domain
+
+import (
+	"maps"
+	"strconv"
+	"time"
+)
+
+// FunctionPhase is where a function is in its lifecycle:
+//
+//	Pending ──upload──► Building ──build ok + activate──► Ready
+//	                        │                              │ new version / config
+//	                        └──build failed──► Failed ◄─────┘ rollout failed
+//
+// A rollback to a built version or a completed rollout makes it Ready again.
+type FunctionPhase string
+
+// Every function phase.
+const (
+	PhasePending  FunctionPhase = "Pending"
+	PhaseBuilding FunctionPhase = "Building"
+	PhaseReady    FunctionPhase = "Ready"
+	PhaseFailed   FunctionPhase = "Failed"
+)
+
+// BuildStatus is the state of one version's build: Queued → Building → Succeeded | Failed.
+type BuildStatus string
+
+// Every build status.
+const (
+	BuildStatusQueued    BuildStatus = "Queued"
+	BuildStatusBuilding  BuildStatus = "Building"
+	BuildStatusSucceeded BuildStatus = "Succeeded"
+	BuildStatusFailed    BuildStatus = "Failed"
+)
+
+// FunctionConfig is the user-set configuration of a function, snapshotted in every version.
+type FunctionConfig struct {
+	Runtime    Runtime           `json:"runtime"`
+	Entrypoint string            `json:"entrypoint"`
+	MemoryMB   int               `json:"memory_mb"`
+	TimeoutSec int               `json:"timeout_sec"`
+	EnvVars    map[string]string `json:"env_vars"`
+}
+
+// Equal reports whether two configurations are the same (nil and empty env alike).
+func (c FunctionConfig) Equal(o FunctionConfig) bool {
+	return c.Runtime == o.Runtime && c.Entrypoint == o.Entrypoint && c.MemoryMB == o.MemoryMB &&
+		c.TimeoutSec == o.TimeoutSec && maps.Equal(c.EnvVars, o.EnvVars)
+}
+
+// FunctionSpec is a requested configuration; zero values take the defaults.
+type FunctionSpec struct {
+	Runtime    string
+	Entrypoint string
+	MemoryMB   int
+	TimeoutSec int
+	EnvVars    map[string]string
+}
+
+// Config validates the spec, fills in defaults and returns the configuration.
+// It returns EINVALID naming the first bad field.
+func (s FunctionSpec) Config() (FunctionConfig, error) {
+	rt, err := ParseRuntime(s.Runtime)
+	if err != nil {
+		return FunctionConfig{}, err
+	}
+	c := FunctionConfig{Runtime: rt, Entrypoint: s.Entrypoint, MemoryMB: s.MemoryMB, TimeoutSec: s.TimeoutSec, EnvVars: maps.Clone(s.EnvVars)}
+	if c.Entrypoint == "" {
+		c.Entrypoint = DefaultEntrypoint(rt)
+	}
+	if c.MemoryMB == 0 {
+		c.MemoryMB = DefaultMemoryMB
+	}
+	if c.TimeoutSec == 0 {
+		c.TimeoutSec = DefaultTimeoutSec
+	}
+	if c.EnvVars == nil {
+		c.EnvVars = map[string]string{}
+	}
+	if err := ValidateEntrypoint(rt, c.Entrypoint); err != nil {
+		return FunctionConfig{}, err
+	}
+	if c.MemoryMB < MinMemoryMB || c.MemoryMB > MaxMemoryMB {
+		return FunctionConfig{}, FieldErrorf("memory_mb", "%d is out of range; use %d to %d (MiB)", c.MemoryMB, MinMemoryMB, MaxMemoryMB)
+	}
+	if c.TimeoutSec < MinTimeoutSec || c.TimeoutSec > MaxTimeoutSec {
+		return FunctionConfig{}, FieldErrorf("timeout_sec", "%d is out of range; use %d to %d (seconds)", c.TimeoutSec, MinTimeoutSec, MaxTimeoutSec)
+	}
+	if err := ValidateEnvVars(c.EnvVars); err != nil {
+		return FunctionConfig{}, err
+	}
+	return c, nil
+}
+
+// Version is one immutable, numbered snapshot of code and configuration.
+type Version struct {
+	Number      int
+	Digest      string
+	ZipKey      string
+	ContextKey  string
+	Config      FunctionConfig
+	BuildStatus BuildStatus
+	Image       string
+	Message     string
+	CreatedAt   time.Time
+	BuiltAt     time.Time
+}
+
+// Function is the aggregate of a function and its versions, folded from its stream.
+// A deleted function has Exists false; its stream goes on if the name is reused.
+type Function struct {
+	Namespace     string
+	Name          string
+	Exists        bool
+	Config        FunctionConfig
+	Versions      []Version
+	ActiveVersion int
+	Phase         FunctionPhase
+	Message       string
+	CreatedAt     time.Time
+	LastBuiltAt   time.Time
+	Endpoint      string
+}
+
+// NewFunction returns the empty aggregate for a function name, ready to fold events into.
+func NewFunction(ns, name string) *Function {
+	return &Function{Namespace: ns, Name: name}
+}
+
+// Version returns version n, if it exists.
+func (f *Function) Version(n int) (Version, bool) {
+	if n < 1 || n > len(f.Versions) {
+		return Version{}, false
+	}
+	return f.Versions[n-1], true
+}
+
+func (f *Function) version(n int) *Version {
+	if n < 1 || n > len(f.Versions) {
+		return nil
+	}
+	return &f.Versions[n-1]
+}
+
+// Latest returns the newest version, if any.
+func (f *Function) Latest() (Version, bool) { return f.Version(len(f.Versions)) }
+
+// Apply folds one event into the aggregate. Events of other aggregates are ignored.
+func (f *Function) Apply(ev Event) {
+	switch e := ev.(type) {
+	case FunctionCreated:
+		*f = Function{Namespace: e.Namespace, Name: e.Name, Exists: true, Config: e.Config, Phase: PhasePending, CreatedAt: e.At}
+	case FunctionConfigUpdated:
+		f.Config = e.Config
+	case FunctionDeleted:
+		*f = Function{Namespace: f.Namespace, Name: f.Name}
+	case VersionCreated:
+		f.Versions = append(f.Versions, Version{Number: e.Version, Digest: e.Digest, ZipKey: e.ZipKey, ContextKey: e.ContextKey, Config: e.Config, BuildStatus: BuildStatusQueued, CreatedAt: e.At})
+		f.Config = e.Config
+		f.Phase, f.Message = PhaseBuilding, ""
+	case BuildStarted:
+		if v := f.version(e.Version); v != nil {
+			v.BuildStatus = BuildStatusBuilding
+		}
+	case BuildSucceeded:
+		if v := f.version(e.Version); v != nil {
+			v.BuildStatus, v.Image, v.Message, v.BuiltAt = BuildStatusSucceeded, e.Image, "", e.At
+			f.LastBuiltAt = e.At
+		}
+	case BuildFailed:
+		if v := f.version(e.Version); v != nil {
+			v.BuildStatus, v.Message, v.BuiltAt = BuildStatusFailed, e.Message, e.At
+			f.LastBuiltAt = e.At
+		}
+		if e.Version == len(f.Versions) {
+			f.Phase, f.Message = PhaseFailed, e.Message
+		}
+	case VersionActivated:
+		f.ActiveVersion = e.Version
+		f.Phase, f.Message = PhaseReady, ""
+	case RolloutCompleted:
+		if e.Version == f.ActiveVersion {
+			f.Endpoint = e.Endpoint
+			if f.Phase != PhaseBuilding {
+				f.Phase, f.Message = PhaseReady, ""
+			}
+		}
+	case RolloutFailed:
+		if e.Version == f.ActiveVersion {
+			f.Endpoint = ""
+			f.Phase, f.Message = PhaseFailed, e.Message
+		}
+	}
+}
+
+// Create returns the events that create the function, or ECONFLICT when it
+// exists and EINVALID for a bad name or spec.
+func (f *Function) Create(spec FunctionSpec, now time.Time) ([]Event, error) {
+	if err := ValidateName("name", f.Name); err != nil {
+		return nil, err
+	}
+	if f.Exists {
+		return nil, Errorf(ECONFLICT, "function %q already exists", f.Name)
+	}
+	cfg, err := spec.Config()
+	if err != nil {
+		return nil, err
+	}
+	return []Event{FunctionCreated{Namespace: f.Namespace, Name: f.Name, Config: cfg, At: now}}, nil
+}
+
+// UpdateConfig returns the events of a configuration change: the new config and,
+// when code exists, a new version that reuses the latest code. Identical
+// configuration yields no events. Returns ENOTFOUND or EINVALID.
+func (f *Function) UpdateConfig(spec FunctionSpec, now time.Time) ([]Event, error) {
+	if err := f.mustExist(); err != nil {
+		return nil, err
+	}
+	cfg, err := spec.Config()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Equal(f.Config) {
+		return nil, nil
+	}
+	evs := []Event{FunctionConfigUpdated{Config: cfg, At: now}}
+	if latest, ok := f.Latest(); ok {
+		evs = append(evs, f.newVersion(latest.Digest, latest.ZipKey, latest.ContextKey, cfg, now)...)
+	}
+	return evs, nil
+}
+
+// Code names uploaded code in object storage by its content digest.
+type Code struct {
+	Digest     string
+	ZipKey     string
+	ContextKey string
+}
+
+// Upload returns the events of new code: a version, and when the same code is
+// already built, its build outcome and activation. Code and config identical to
+// the latest version yield no events and that version's number. Returns ENOTFOUND.
+func (f *Function) Upload(code Code, now time.Time) ([]Event, int, error) {
+	if err := f.mustExist(); err != nil {
+		return nil, 0, err
+	}
+	if latest, ok := f.Latest(); ok && latest.Digest == code.Digest && latest.Config.Equal(f.Config) {
+		return nil, latest.Number, nil
+	}
+	evs := f.newVersion(code.Digest, code.ZipKey, code.ContextKey, f.Config, now)
+	return evs, len(f.Versions) + 1, nil
+}
+
+// newVersion creates the next version. If a built version has the same code and
+// runtime, its image is reused at once: no rebuild for a configuration change.
+func (f *Function) newVersion(digest, zipKey, ctxKey string, cfg FunctionConfig, now time.Time) []Event {
+	n := len(f.Versions) + 1
+	evs := []Event{VersionCreated{Version: n, Digest: digest, ZipKey: zipKey, ContextKey: ctxKey, Config: cfg, At: now}}
+	for i := len(f.Versions) - 1; i >= 0; i-- {
+		v := f.Versions[i]
+		if v.Digest == digest && v.BuildStatus == BuildStatusSucceeded && v.Config.Runtime == cfg.Runtime && v.Config.Entrypoint == cfg.Entrypoint {
+			return append(evs,
+				BuildSucceeded{Version: n, Image: v.Image, Log: "reused the build of version " + strconv.Itoa(v.Number), At: now},
+				VersionActivated{Version: n, From: f.ActiveVersion, Reason: "build", At: now})
+		}
+	}
+	return evs
+}
+
+// NeedsBuild reports whether version n still waits for a build.
+func (f *Function) NeedsBuild(n int) bool {
+	v, ok := f.Version(n)
+	return ok && (v.BuildStatus == BuildStatusQueued || v.BuildStatus == BuildStatusBuilding)
+}
+
+// StartBuild returns BuildStarted for a queued version, nothing if it is already
+// building or done (at-least-once delivery), ENOTFOUND for an unknown version.
+func (f *Function) StartBuild(n int, now time.Time) ([]Event, error) {
+	v, err := f.existingVersion(n)
+	if err != nil {
+		return nil, err
+	}
+	if v.BuildStatus != BuildStatusQueued {
+		return nil, nil
+	}
+	return []Event{BuildStarted{Version: n, At: now}}, nil
+}
+
+// SucceedBuild returns the build outcome and, when n is the newest version, its
+// activation. A version already built or failed yields nothing. Returns ENOTFOUND.
+func (f *Function) SucceedBuild(n int, image, log string, now time.Time) ([]Event, error) {
+	v, err := f.existingVersion(n)
+	if err != nil {
+		return nil, err
+	}
+	if v.BuildStatus == BuildStatusSucceeded || v.BuildStatus == BuildStatusFailed {
+		return nil, nil
+	}
+	evs := []Event{BuildSucceeded{Version: n, Image: image, Log: log, At: now}}
+	if n == len(f.Versions) && f.ActiveVersion != n {
+		evs = append(evs, VersionActivated{Version: n, From: f.ActiveVersion, Reason: "build", At: now})
+	}
+	return evs, nil
+}
+
+// FailBuild returns BuildFailed with the message truncated to 2,000 characters
+// and the full log kept. A version already built or failed yields nothing.
+func (f *Function) FailBuild(n int, message, log string, now time.Time) ([]Event, error) {
+	v, err := f.existingVersion(n)
+	if err != nil {
+		return nil, err
+	}
+	if v.BuildStatus == BuildStatusSucceeded || v.BuildStatus == BuildStatusFailed {
+		return nil, nil
+	}
+	return []Event{BuildFailed{Version: n, Message: Truncate(message, MaxMessageLength), Log: log, At: now}}, nil
+}
+
+// Rollback makes version n active again without a rebuild. It returns
+// ENOTFOUND for an unknown version, EUNPROCESSABLE for one not built
+// successfully, and nothing when n is already active.
+func (f *Function) Rollback(n int, now time.Time) ([]Event, error) {
+	v, err := f.existingVersion(n)
+	if err != nil {
+		return nil, err
+	}
+	if v.BuildStatus != BuildStatusSucceeded {
+		return nil, Errorf(EUNPROCESSABLE, "version %d cannot be activated: its build status is %s; only successfully built versions can be rolled back to", n, v.BuildStatus)
+	}
+	if f.ActiveVersion == n {
+		return nil, nil
+	}
+	return []Event{VersionActivated{Version: n, From: f.ActiveVersion, Reason: "rollback", At: now}}, nil
+}
+
+// CompleteRollout records that the driver serves version n at endpoint; a repeat yields nothing.
+func (f *Function) CompleteRollout(n int, endpoint string, now time.Time) ([]Event, error) {
+	if err := f.mustExist(); err != nil {
+		return nil, err
+	}
+	if f.Endpoint == endpoint && f.Phase == PhaseReady && f.ActiveVersion == n {
+		return nil, nil
+	}
+	return []Event{RolloutCompleted{Version: n, Endpoint: endpoint, At: now}}, nil
+}
+
+// FailRollout records that the driver could not run version n; a repeat yields nothing.
+func (f *Function) FailRollout(n int, message string, now time.Time) ([]Event, error) {
+	if err := f.mustExist(); err != nil {
+		return nil, err
+	}
+	message = Truncate(message, MaxMessageLength)
+	if f.Phase == PhaseFailed && f.Message == message {
+		return nil, nil
+	}
+	return []Event{RolloutFailed{Version: n, Message: message, At: now}}, nil
+}
+
+// Delete returns FunctionDeleted, or ENOTFOUND when there is nothing to delete.
+func (f *Function) Delete(now time.Time) ([]Event, error) {
+	if err := f.mustExist(); err != nil {
+		return nil, err
+	}
+	return []Event{FunctionDeleted{At: now}}, nil
+}
+
+func (f *Function) mustExist() error {
+	if !f.Exists {
+		return Errorf(ENOTFOUND, "function %q not found", f.Name)
+	}
+	return nil
+}
+
+func (f *Function) existingVersion(n int) (Version, error) {
+	if err := f.mustExist(); err != nil {
+		return Version{}, err
+	}
+	v, ok := f.Version(n)
+	if !ok {
+		return Version{}, Errorf(ENOTFOUND, "function %q has no version %d", f.Name, n)
+	}
+	return v, nil
+}

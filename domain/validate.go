@@ -1,0 +1,153 @@
+package domain
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Runtime names a language runtime a function runs on.
+type Runtime string
+
+// The runtimes sless knows.
+const (
+	RuntimePython311 Runtime = "python3.11"
+	RuntimeNodeJS20  Runtime = "nodejs20"
+	RuntimeGo123     Runtime = "go1.23"
+)
+
+// Runtimes lists every known runtime, in a stable order.
+var Runtimes = []Runtime{RuntimePython311, RuntimeNodeJS20, RuntimeGo123}
+
+// Limits and defaults of a function's configuration (SPEC §2).
+const (
+	DefaultMemoryMB   = 128
+	MinMemoryMB       = 64
+	MaxMemoryMB       = 4096
+	DefaultTimeoutSec = 30
+	MinTimeoutSec     = 1
+	MaxTimeoutSec     = 900
+	MaxNameLength     = 63
+	MaxEnvVars        = 100
+	MaxEnvBytes       = 64 << 10
+	MaxMessageLength  = 2000
+)
+
+var (
+	dnsLabelRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dottedEntryRE  = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)+$`)
+	goExportedRE   = regexp.MustCompile(`^[A-Z][A-Za-z0-9_]*$`)
+	envVarNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	reservedEnvVar = map[string]bool{"PORT": true, "HOME": true, "PATH": true}
+)
+
+// ValidateName checks that name is a DNS-1123 label of at most 63 characters, as
+// Kubernetes object names and URL segments need. field names the request field
+// in the EINVALID error it returns.
+func ValidateName(field, name string) error {
+	switch {
+	case name == "":
+		return FieldErrorf(field, "is required")
+	case len(name) > MaxNameLength:
+		return FieldErrorf(field, "%q is %d characters long; at most %d are allowed", name, len(name), MaxNameLength)
+	case !dnsLabelRE.MatchString(name):
+		return FieldErrorf(field, "%q must consist of lower-case letters, digits and '-', and start and end with a letter or digit", name)
+	}
+	return nil
+}
+
+// ParseRuntime returns the Runtime named s, or EINVALID naming the known ones.
+func ParseRuntime(s string) (Runtime, error) {
+	for _, r := range Runtimes {
+		if string(r) == s {
+			return r, nil
+		}
+	}
+	if s == "" {
+		return "", FieldErrorf("runtime", "is required (one of %s)", runtimeList())
+	}
+	return "", FieldErrorf("runtime", "%q is not supported; use one of %s", s, runtimeList())
+}
+
+func runtimeList() string {
+	names := make([]string, len(Runtimes))
+	for i, r := range Runtimes {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}
+
+// DefaultEntrypoint is the entrypoint a function of runtime r gets when none is given.
+func DefaultEntrypoint(r Runtime) string {
+	switch r {
+	case RuntimeGo123:
+		return "Handle"
+	case RuntimeNodeJS20:
+		return "index.handle"
+	default:
+		return "handler.handle"
+	}
+}
+
+// ValidateEntrypoint checks entrypoint syntax for runtime r: `module.function` for
+// Python and Node.js, an exported Go identifier for Go. It returns EINVALID.
+func ValidateEntrypoint(r Runtime, entrypoint string) error {
+	if entrypoint == "" {
+		return FieldErrorf("entrypoint", "is required")
+	}
+	if r == RuntimeGo123 {
+		if !goExportedRE.MatchString(entrypoint) {
+			return FieldErrorf("entrypoint", "%q must be an exported Go function name such as Handle", entrypoint)
+		}
+		return nil
+	}
+	if len(entrypoint) > 255 || !dottedEntryRE.MatchString(entrypoint) {
+		return FieldErrorf("entrypoint", "%q must look like module.function, e.g. handler.handle", entrypoint)
+	}
+	return nil
+}
+
+// ValidateEnvVars checks env var names and sizes. Names the platform sets itself
+// (PORT, SLESS_*) are refused so a function cannot break its own wrapper.
+func ValidateEnvVars(env map[string]string) error {
+	if len(env) > MaxEnvVars {
+		return FieldErrorf("env_vars", "has %d entries; at most %d are allowed", len(env), MaxEnvVars)
+	}
+	total := 0
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch {
+		case !envVarNameRE.MatchString(k):
+			return FieldErrorf("env_vars", "name %q must match [A-Za-z_][A-Za-z0-9_]*", k)
+		case reservedEnvVar[k] || strings.HasPrefix(strings.ToUpper(k), "SLESS_"):
+			return FieldErrorf("env_vars", "name %q is reserved by the platform", k)
+		case strings.ContainsRune(env[k], 0):
+			return FieldErrorf("env_vars", "value of %q contains a NUL byte", k)
+		}
+		total += len(k) + len(env[k])
+	}
+	if total > MaxEnvBytes {
+		return &Error{Code: ETOOLARGE, Field: "env_vars", Message: "env_vars: names and values add up to more than 64 KiB"}
+	}
+	return nil
+}
+
+// Truncate shortens s to at most max bytes on a rune boundary, marking the cut.
+func Truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const marker = "…[truncated]"
+	cut := max - len(marker)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut--
+	}
+	return s[:cut] + marker
+}
