@@ -1,0 +1,165 @@
+package migrations_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/slessio/sless/migrations"
+	"github.com/slessio/sless/store/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// emptyDB opens a fresh database with no migrations applied.
+func emptyDB(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", pgtest.NewEmptyDBURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func tables(t *testing.T, db *sql.DB) map[string]bool {
+	t.Helper()
+	rows, err := db.Query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = true
+	}
+	return got
+}
+
+func count(t *testing.T, db *sql.DB, query string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(query).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func TestUpCreatesSchemaAndIsIdempotent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := emptyDB(t)
+
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	got := tables(t, db)
+	for _, want := range []string{"events", "goose_db_version", "river_job", "river_migration", "river_queue", "river_leader"} {
+		if !got[want] {
+			t.Errorf("table %s missing after Up; have %v", want, got)
+		}
+	}
+	applied := count(t, db, "SELECT count(*) FROM goose_db_version")
+
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatalf("second Up: %v", err)
+	}
+	if again := count(t, db, "SELECT count(*) FROM goose_db_version"); again != applied {
+		t.Fatalf("second Up recorded %d more versions, want none", again-applied)
+	}
+	if n := count(t, db, "SELECT max(version) FROM river_migration"); n != migrations.RiverVersion {
+		t.Fatalf("River schema at version %d, want the pinned %d", n, migrations.RiverVersion)
+	}
+}
+
+func TestStatusListsEveryMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := emptyDB(t)
+
+	var before bytes.Buffer
+	if err := migrations.Status(ctx, db, &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var after bytes.Buffer
+	if err := migrations.Status(ctx, db, &after); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("status after Up:\n%s", after.String())
+
+	p, err := migrations.NewProvider(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := p.ListSources()
+	if len(sources) < 2 {
+		t.Fatalf("%d migrations known, want at least events and river", len(sources))
+	}
+	for _, want := range []string{"00001", "00001_events.sql", "00002", "river (rivermigrate up to version"} {
+		if !strings.Contains(after.String(), want) {
+			t.Errorf("status does not mention %q:\n%s", want, after.String())
+		}
+	}
+	if n := strings.Count(before.String(), "pending"); n != len(sources) {
+		t.Errorf("before Up, %d lines say pending, want %d:\n%s", n, len(sources), before.String())
+	}
+	if n := strings.Count(after.String(), "applied"); n != len(sources) {
+		t.Errorf("after Up, %d lines say applied, want %d:\n%s", n, len(sources), after.String())
+	}
+}
+
+func TestDownToZeroAndUpAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := emptyDB(t)
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	p, err := migrations.NewProvider(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 0); err != nil {
+		t.Fatalf("down to 0: %v", err)
+	}
+	got := tables(t, db)
+	for name := range got {
+		if name != "goose_db_version" {
+			t.Errorf("table %s left after migrating down to 0", name)
+		}
+	}
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatalf("up after down: %v", err)
+	}
+	if !tables(t, db)["river_job"] {
+		t.Fatal("river_job missing after up, down, up")
+	}
+}
+
+// TestRiverVersionIsLatest fails when a River upgrade brings schema versions that
+// no goose migration applies yet: add a Go migration with the next free number.
+func TestRiverVersionIsLatest(t *testing.T) {
+	t.Parallel()
+	m, err := rivermigrate.New(riverdatabasesql.New(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := m.AllVersions()
+	if latest := all[len(all)-1].Version; latest != migrations.RiverVersion {
+		t.Fatalf("River offers schema version %d but migrations pin %d: add a goose Go migration up to %d",
+			latest, migrations.RiverVersion, latest)
+	}
+}

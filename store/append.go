@@ -1,0 +1,162 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/slessio/sless/domain"
+)
+
+// Append appends events to streamID in one transaction, provided the stream is
+// at expectedVersion (its last version; 0 for a stream that does not exist yet),
+// runs the projector for each event and inserts jobs (the outbox), then commits.
+// Either all of it happens or none. It returns the stored events.
+//
+// Errors: ECONFLICT when the stream is not at expectedVersion or another writer
+// appended concurrently; EINVALID for a bad argument; EUNAVAILABLE when the
+// database cannot be reached; the projector's own codes; EINTERNAL otherwise.
+func (s *Store) Append(ctx context.Context, streamID string, expectedVersion int64, events []NewEvent,
+	meta Metadata, jobs ...river.InsertManyParams) ([]Event, error) {
+	var out []Event
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if out, err = s.AppendTx(ctx, tx, streamID, expectedVersion, events, meta); err != nil {
+			return err
+		}
+		_, err = s.InsertJobsTx(ctx, tx, jobs)
+		return err
+	})
+	if err != nil {
+		return nil, dbError("append to "+streamID, err)
+	}
+	return out, nil
+}
+
+// appendSQL inserts a batch at versions expected+1..expected+n, and nothing when
+// the stream is not at the expected version. Two writers expecting the same
+// version both pass the check; the second then waits on the unique index and
+// fails with a unique violation once the first commits.
+const appendSQL = `
+WITH head AS (
+	SELECT coalesce(max(stream_version), 0) AS version FROM events WHERE stream_id = $1
+)
+INSERT INTO events (stream_id, stream_version, namespace, type, data, metadata)
+SELECT $1, $2 + e.n, $3, e.type, e.data::jsonb, $6::jsonb
+FROM head, unnest($4::text[], $5::text[]) WITH ORDINALITY AS e(type, data, n)
+WHERE head.version = $2
+RETURNING position, tx_id, stream_version, type, data, recorded_at`
+
+// AppendTx is Append's first half inside the caller's transaction: it appends
+// and runs the projector but neither inserts jobs nor commits. On error the
+// transaction is unusable and must be rolled back (InTx does).
+//
+// Errors: as Append.
+func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, streamID string, expectedVersion int64,
+	events []NewEvent, meta Metadata) ([]Event, error) {
+	if err := validateAppend(streamID, expectedVersion, events); err != nil {
+		return nil, err
+	}
+	types := make([]string, len(events))
+	datas := make([]string, len(events))
+	for i, e := range events {
+		b, err := json.Marshal(e.Data)
+		if err != nil {
+			return nil, fmt.Errorf("append %s to %s: encode data: %w", e.Type, streamID, err)
+		}
+		types[i], datas[i] = e.Type, string(b)
+	}
+	metaJSON, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: encode metadata: %w", streamID, err)
+	}
+	ns := NamespaceOf(streamID)
+
+	rows, _ := tx.Query(ctx, appendSQL, streamID, expectedVersion, ns, types, datas, string(metaJSON))
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
+		// The data comes back as stored (jsonb-normalised), so the projector sees
+		// exactly what a replay of the log will see.
+		ev := Event{StreamID: streamID, Namespace: ns, Metadata: meta}
+		var data []byte
+		err := row.Scan(&ev.Position, &ev.TxID, &ev.StreamVersion, &ev.Type, &data, &ev.RecordedAt)
+		ev.Data = data
+		return ev, err
+	})
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_stream_version_key" {
+			return nil, domain.Errorf(domain.ECONFLICT,
+				"%s was changed by a concurrent request (expected version %d); reload and retry", streamID, expectedVersion)
+		}
+		return nil, dbError("append to "+streamID, err)
+	}
+	if len(out) == 0 {
+		return nil, s.versionConflict(ctx, tx, streamID, expectedVersion)
+	}
+	// RETURNING order is not guaranteed; versions are.
+	slices.SortFunc(out, func(a, b Event) int { return cmp.Compare(a.StreamVersion, b.StreamVersion) })
+	if s.projector != nil {
+		for _, ev := range out {
+			if err := s.projector(ctx, tx, ev); err != nil {
+				return nil, fmt.Errorf("project %s (%s v%d): %w", ev.Type, ev.StreamID, ev.StreamVersion, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+func validateAppend(streamID string, expectedVersion int64, events []NewEvent) error {
+	switch {
+	case streamID == "":
+		return domain.Errorf(domain.EINVALID, "append: empty stream id")
+	case expectedVersion < 0:
+		return domain.Errorf(domain.EINVALID, "append to %s: expected version %d is negative", streamID, expectedVersion)
+	case len(events) == 0:
+		return domain.Errorf(domain.EINVALID, "append to %s: no events", streamID)
+	}
+	for i, e := range events {
+		if e.Type == "" {
+			return domain.Errorf(domain.EINVALID, "append to %s: event %d has no type", streamID, i)
+		}
+	}
+	return nil
+}
+
+// versionConflict explains why nothing was appended: the stream has moved on
+// (or does not exist yet, or is behind what the caller believes).
+func (s *Store) versionConflict(ctx context.Context, tx pgx.Tx, streamID string, expected int64) error {
+	var current int64
+	err := tx.QueryRow(ctx, `SELECT coalesce(max(stream_version), 0) FROM events WHERE stream_id = $1`, streamID).Scan(&current)
+	if err != nil {
+		return dbError("append to "+streamID+": read version", err)
+	}
+	return domain.Errorf(domain.ECONFLICT, "%s is at version %d, not the expected %d; reload and retry", streamID, current, expected)
+}
+
+// InsertJobsTx inserts River jobs in the caller's transaction, so they become
+// visible to workers only if it commits. On error the transaction must be rolled
+// back. With no jobs it does nothing.
+//
+// Errors: EUNAVAILABLE when the database cannot be reached; EINTERNAL for a Store
+// without a River client, an invalid job and other failures.
+func (s *Store) InsertJobsTx(ctx context.Context, tx pgx.Tx, jobs []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	if s.river == nil {
+		return nil, domain.Errorf(domain.EINTERNAL, "store has no River client to insert %d job(s)", len(jobs))
+	}
+	res, err := s.river.InsertManyTx(ctx, tx, jobs)
+	if err != nil {
+		return nil, dbError("insert jobs", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,119 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/store/pgtest"
+)
+
+// counts returns how many events the stream has and how many outbox jobs carry token.
+func counts(t *testing.T, streamID, token string) (events, jobs int) {
+	t.Helper()
+	err := pgtest.Pool(t).QueryRow(context.Background(), `SELECT
+		(SELECT count(*) FROM events WHERE stream_id = $1),
+		(SELECT count(*) FROM river_job WHERE kind = $2 AND args->>'token' = $3)`,
+		streamID, noteArgs{}.Kind(), token).Scan(&events, &jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events, jobs
+}
+
+var errAbort = errors.New("abort")
+
+func TestOutboxRollbackLeavesNeitherEventsNorJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	id, token := stream(uniqueNS(t), "f"), uniqueNS(t)
+
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := s.AppendTx(ctx, tx, id, 0, []store.NewEvent{{Type: "version.created", Data: token}}, store.Metadata{}); err != nil {
+			return err
+		}
+		if _, err := s.InsertJobsTx(ctx, tx, []river.InsertManyParams{noteJob(token)}); err != nil {
+			return err
+		}
+		// Inside the transaction both exist.
+		var jobs int
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE args->>'token' = $1", token).Scan(&jobs); err != nil || jobs != 1 {
+			t.Errorf("inside the transaction: %d jobs (%v), want 1", jobs, err)
+		}
+		return errAbort
+	})
+	if !errors.Is(err, errAbort) {
+		t.Fatalf("InTx returned %v, want the callback's error", err)
+	}
+	if events, jobs := counts(t, id, token); events != 0 || jobs != 0 {
+		t.Fatalf("after rollback: %d events, %d jobs; want none", events, jobs)
+	}
+}
+
+func TestOutboxCommitLeavesBoth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	id, token := stream(uniqueNS(t), "f"), uniqueNS(t)
+
+	if _, err := s.Append(ctx, id, 0, []store.NewEvent{{Type: "version.created", Data: token}}, store.Metadata{}, noteJob(token)); err != nil {
+		t.Fatal(err)
+	}
+	if events, jobs := counts(t, id, token); events != 1 || jobs != 1 {
+		t.Fatalf("after commit: %d events, %d jobs; want 1 and 1", events, jobs)
+	}
+
+	// The same through InTx, as a worker does when it also completes its job.
+	token2 := uniqueNS(t)
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := s.AppendTx(ctx, tx, id, 1, []store.NewEvent{{Type: "version.built", Data: token2}}, store.Metadata{}); err != nil {
+			return err
+		}
+		_, err := s.InsertJobsTx(ctx, tx, []river.InsertManyParams{noteJob(token2)})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if events, jobs := counts(t, id, token2); events != 2 || jobs != 1 {
+		t.Fatalf("after InTx commit: %d events, %d jobs; want 2 and 1", events, jobs)
+	}
+}
+
+func TestOutboxFailedJobInsertRollsBackEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	id, token := stream(uniqueNS(t), "f"), uniqueNS(t)
+	bad := river.InsertManyParams{Args: noteArgs{Token: token}, InsertOpts: &river.InsertOpts{Priority: 99}}
+
+	_, err := s.Append(ctx, id, 0, []store.NewEvent{{Type: "version.created", Data: token}}, store.Metadata{}, noteJob(token), bad)
+	if err == nil {
+		t.Fatal("Append with an invalid job succeeded")
+	}
+	if events, jobs := counts(t, id, token); events != 0 || jobs != 0 {
+		t.Fatalf("after a failed job insert: %d events, %d jobs; want none", events, jobs)
+	}
+}
+
+func TestJobsWithoutRiverClient(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := store.New(pgtest.Pool(t), nil)
+	id, token := stream(uniqueNS(t), "f"), uniqueNS(t)
+	_, err := s.Append(ctx, id, 0, []store.NewEvent{{Type: "version.created", Data: token}}, store.Metadata{}, noteJob(token))
+	requireCode(t, err, domain.EINTERNAL)
+	if events, _ := counts(t, id, token); events != 0 {
+		t.Fatalf("%d events appended although the jobs could not be", events)
+	}
+	// Without jobs such a store appends fine.
+	if _, err := s.Append(ctx, id, 0, []store.NewEvent{{Type: "version.created", Data: token}}, store.Metadata{}); err != nil {
+		t.Fatal(err)
+	}
+}

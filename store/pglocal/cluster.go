@@ -1,0 +1,169 @@
+package pglocal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Superuser is the name of the cluster's superuser role.
+const Superuser = "postgres"
+
+const (
+	passwordFile = "sless.password"     // inside the data directory, 0600
+	logFile      = "sless-postgres.log" // the server's stderr, inside the data directory
+	maxLogSize   = 10 << 20
+)
+
+// Options configures Start.
+type Options struct {
+	// Dir is the data directory (required). It is created and initialised when it
+	// does not exist (or is empty) and reused as it is otherwise.
+	Dir string
+	// Port is the TCP port on 127.0.0.1; 0 picks a free one at every start.
+	Port int
+	// BinDir is a directory holding initdb and postgres; empty searches PATH and
+	// /usr/lib/postgresql/*/bin, newest first.
+	BinDir string
+	// User runs initdb and postgres when the process is root; default "postgres".
+	User string
+	// Settings are extra server parameters (postgres -c name=value), such as
+	// fsync=off for a throwaway test cluster. Never use that for data you keep.
+	Settings map[string]string
+	// StartTimeout bounds how long Start waits for the server to accept
+	// connections; default 60s.
+	StartTimeout time.Duration
+}
+
+// Cluster is a running private PostgreSQL server owned by this process.
+type Cluster struct {
+	dir      string
+	port     int
+	password string
+	major    int
+	cmd      *exec.Cmd
+	done     chan struct{}
+	waitErr  error
+}
+
+// Start initialises opts.Dir if needed and starts a PostgreSQL server on it,
+// listening on 127.0.0.1 only, and returns once the server accepts connections.
+// It fails with an error wrapping ErrNoBinaries when PostgreSQL is not installed.
+// The server is stopped by Stop, and on Linux also when this process dies.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("pglocal: Options.Dir is required")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+
+	acct, err := chooseAccount(opts.User)
+	if err != nil {
+		return nil, err
+	}
+	major, err := dataDirMajor(dir)
+	if err != nil {
+		return nil, fmt.Errorf("inspect data directory: %w", err)
+	}
+	bins, err := findBinaries(ctx, opts.BinDir, major)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{dir: dir, major: bins.major}
+	if major == 0 {
+		if c.password, err = initCluster(ctx, bins, acct, dir); err != nil {
+			return nil, err
+		}
+	} else {
+		if acct.other {
+			if err := acct.checkTraversable(filepath.Dir(dir)); err != nil {
+				return nil, err
+			}
+		}
+		if c.password, err = readPassword(dir); err != nil {
+			return nil, err
+		}
+		if err := stopStale(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
+
+	// A free port found now may be taken by someone else before postgres binds
+	// it; with Port 0 we simply try again on another.
+	for attempt := 0; ; attempt++ {
+		c.port = opts.Port
+		if c.port == 0 {
+			if c.port, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
+		err = c.start(ctx, bins, acct, opts.Settings)
+		if err == nil {
+			return c, nil
+		}
+		if opts.Port != 0 || attempt == 2 || !errors.Is(err, errBind) {
+			return nil, err
+		}
+	}
+}
+
+var errBind = errors.New("port in use")
+
+// URL returns a connection URL for database db as the superuser.
+func (c *Cluster) URL(db string) string {
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.UserPassword(Superuser, c.password),
+		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)),
+		Path:     "/" + db,
+		RawQuery: "sslmode=disable",
+	}
+	return u.String()
+}
+
+// Port returns the TCP port the server listens on.
+func (c *Cluster) Port() int { return c.port }
+
+// Dir returns the absolute data directory.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Major returns the PostgreSQL major version of the server.
+func (c *Cluster) Major() int { return c.major }
+
+// Done is closed when the server process has exited, whether by Stop or not.
+func (c *Cluster) Done() <-chan struct{} { return c.done }
+
+// EnsureDatabase creates database name unless it exists already.
+func (c *Cluster) EnsureDatabase(ctx context.Context, name string) error {
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return fmt.Errorf("look up database %s: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package pglocal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// baseDir returns a directory that the account running postgres can traverse
+// (t.TempDir() is 0700 and owned by us, which breaks runs as root).
+func baseDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pglocal-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// skipWithoutBinaries skips when PostgreSQL is not installed: pglocal cannot
+// do anything there, and pgtest reports the situation for the whole suite.
+func skipWithoutBinaries(t *testing.T) {
+	t.Helper()
+	if _, err := findBinaries(context.Background(), "", 0); errors.Is(err, ErrNoBinaries) {
+		t.Skip(err)
+	}
+}
+
+func start(t *testing.T, opts Options) *Cluster {
+	t.Helper()
+	c, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c
+}
+
+func query(t *testing.T, dsn, sql string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	var s string
+	if err := conn.QueryRow(ctx, sql).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return s
+}
+
+func TestStartStopRestartKeepsData(t *testing.T) {
+	t.Parallel()
+	skipWithoutBinaries(t)
+	ctx := context.Background()
+	// Missing parents are created too, like ./.sless/ on a first `sless dev`.
+	dir := filepath.Join(baseDir(t), "dev", ".sless", "postgres")
+	opts := Options{Dir: dir, Settings: map[string]string{"fsync": "off"}}
+
+	c := start(t, opts)
+	if got := query(t, c.URL("postgres"), "SELECT current_setting('listen_addresses')"); got != "127.0.0.1" {
+		t.Errorf("listen_addresses = %q, want 127.0.0.1", got)
+	}
+	if got := query(t, c.URL("postgres"), "SELECT current_setting('unix_socket_directories')"); got != "" {
+		t.Errorf("unix_socket_directories = %q, want none", got)
+	}
+	if got := query(t, c.URL("postgres"), "SELECT current_setting('fsync')"); got != "off" {
+		t.Errorf("fsync = %q, want the Settings value off", got)
+	}
+	if err := c.EnsureDatabase(ctx, "sless"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsureDatabase(ctx, "sless"); err != nil {
+		t.Fatalf("EnsureDatabase on an existing database: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, c.URL("sless"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE kept AS SELECT 'yes' AS v"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+	default:
+		t.Fatal("Done not closed after Stop")
+	}
+
+	again := start(t, opts)
+	if got := query(t, again.URL("sless"), "SELECT v FROM kept"); got != "yes" {
+		t.Fatalf("after restart kept.v = %q, want yes", got)
+	}
+}
+
+func TestPasswordRequired(t *testing.T) {
+	t.Parallel()
+	skipWithoutBinaries(t)
+	c := start(t, Options{Dir: filepath.Join(baseDir(t), "data")})
+	u, _ := url.Parse(c.URL("postgres"))
+	u.User = url.UserPassword(Superuser, "wrong")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u.String())
+	if err == nil {
+		conn.Close(ctx)
+		t.Fatal("connected with a wrong password")
+	}
+	if !strings.Contains(err.Error(), "password authentication failed") {
+		t.Fatalf("wrong password: got %v, want an authentication failure", err)
+	}
+}
+
+func TestFixedPortAndTakeOverFromEarlierServer(t *testing.T) {
+	t.Parallel()
+	skipWithoutBinaries(t)
+	dir := filepath.Join(baseDir(t), "data")
+	first := start(t, Options{Dir: dir})
+	port := first.Port()
+	// A second Start on the same directory finds the first server's lock file,
+	// as after a crash of the process that started it, and stops that server.
+	second := start(t, Options{Dir: dir, Port: port})
+	select {
+	case <-first.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the earlier server is still running")
+	}
+	if second.Port() != port {
+		t.Fatalf("Port() = %d, want the fixed %d", second.Port(), port)
+	}
+	if got := query(t, second.URL("postgres"), "SELECT 'up'"); got != "up" {
+		t.Fatalf("query = %q", got)
+	}
+}
+
+func TestNoBinaries(t *testing.T) {
+	t.Parallel()
+	_, err := Start(context.Background(), Options{Dir: filepath.Join(baseDir(t), "data"), BinDir: t.TempDir()})
+	if !errors.Is(err, ErrNoBinaries) {
+		t.Fatalf("got %v, want ErrNoBinaries", err)
+	}
+	for _, hint := range []string{"DATABASE_URL", "SLESS_TEST_DATABASE_URL", "install PostgreSQL"} {
+		if !strings.Contains(err.Error(), hint) {
+			t.Errorf("error %q does not mention %s", err, hint)
+		}
+	}
+}
+
+func TestRootNeedsTraversableParents(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("only root hands the data directory to another user")
+	}
+	skipWithoutBinaries(t)
+	closed := t.TempDir() // 0700, owned by root
+	_, err := Start(context.Background(), Options{Dir: filepath.Join(closed, "data")})
+	if err == nil || !strings.Contains(err.Error(), "cannot be entered by user postgres") {
+		t.Fatalf("got %v, want a message about the closed parent directory", err)
+	}
+}
+
+func TestForeignDataDirectory(t *testing.T) {
+	t.Parallel()
+	skipWithoutBinaries(t)
+	bins, err := findBinaries(context.Background(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(baseDir(t), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Looks like a cluster but sless did not create it, so we have no password.
+	if err := os.WriteFile(filepath.Join(dir, "PG_VERSION"), []byte(fmt.Sprintf("%d\n", bins.major)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(context.Background(), Options{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "not created by sless") {
+		t.Fatalf("got %v, want a message about a foreign data directory", err)
+	}
+}

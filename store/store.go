@@ -1,0 +1,39 @@
+package store
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+)
+
+// Store reads and appends events and inserts River jobs in the same transactions.
+type Store struct {
+	pool      *pgxpool.Pool
+	river     *river.Client[pgx.Tx]
+	projector Projector
+}
+
+// New returns a Store on pool. riverClient inserts the outbox jobs; an
+// insert-only client (river.NewClient(riverpgxv5.New(pool), &river.Config{})) is
+// enough. It may be nil for a store that never inserts jobs.
+func New(pool *pgxpool.Pool, riverClient *river.Client[pgx.Tx]) *Store {
+	return &Store{pool: pool, river: riverClient}
+}
+
+// SetProjector makes p run for every event appended from now on, inside the
+// append's transaction. Call it once at start-up, before the first append.
+func (s *Store) SetProjector(p Projector) {
+	s.projector = p
+}
+
+// InTx runs fn in a transaction, committing when fn returns nil and rolling back
+// otherwise (or on panic); use it to combine AppendTx, InsertJobsTx and
+// river.JobCompleteTx atomically.
+//
+// Errors: fn's domain errors unchanged; EUNAVAILABLE when the database cannot be
+// reached; fn's other errors wrapped (errors.Is still finds them) as EINTERNAL.
+func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return dbError("transaction", pgx.BeginFunc(ctx, s.pool, fn))
+}
