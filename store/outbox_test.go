@@ -106,6 +106,7 @@ func TestJobsWithoutRiverClient(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := store.New(pgtest.Pool(t), nil)
+	s.SetProjector(nil)
 	id, token := stream(uniqueNS(t), "f"), uniqueNS(t)
 	_, err := s.Append(ctx, id, 0, []store.NewEvent{{Type: "version.created", Data: token}}, store.Metadata{}, noteJob(token))
 	requireCode(t, err, domain.EINTERNAL)

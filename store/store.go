@@ -15,15 +15,17 @@ type Store struct {
 	projector Projector
 }
 
-// New returns a Store on pool. riverClient inserts the outbox jobs; an
-// insert-only client (river.NewClient(riverpgxv5.New(pool), &river.Config{})) is
-// enough. It may be nil for a store that never inserts jobs.
+// New returns a Store on pool that keeps the read models current (Project runs
+// in every append). riverClient inserts the outbox jobs; an insert-only client
+// (river.NewClient(riverpgxv5.New(pool), &river.Config{})) is enough. It may be
+// nil for a store that never inserts jobs.
 func New(pool *pgxpool.Pool, riverClient *river.Client[pgx.Tx]) *Store {
-	return &Store{pool: pool, river: riverClient}
+	return &Store{pool: pool, river: riverClient, projector: Project}
 }
 
-// SetProjector makes p run for every event appended from now on, inside the
-// append's transaction. Call it once at start-up, before the first append.
+// SetProjector replaces the projector that runs for every event appended from
+// now on, inside the append's transaction; nil runs none (tests of the bare event
+// store). Call it once at start-up, before the first append.
 func (s *Store) SetProjector(p Projector) {
 	s.projector = p
 }

@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/slessio/sless/domain"
+)
+
+// Aggregate is a domain aggregate that folds events into its state.
+type Aggregate interface {
+	Apply(domain.Event)
+}
+
+// Tx is one attempt of a command: it loads aggregates and appends their new
+// events, with the jobs they cause, in a single transaction.
+type Tx struct {
+	pgx.Tx
+	s        *Store
+	meta     Metadata
+	versions map[string]int64
+	appended []Event
+}
+
+// errRaced marks a version conflict found by Tx.Append: the command lost a race
+// with a concurrent writer and is worth deciding again on fresh state.
+var errRaced = errors.New("concurrent append")
+
+// maxAttempts bounds how often Execute re-decides after losing a race.
+const maxAttempts = 5
+
+// Execute runs fn in a transaction, with meta recorded on every event it
+// appends, and commits. When an append loses a race with a concurrent writer,
+// fn runs again on fresh state (up to 5 attempts), so callers see ECONFLICT only
+// for real conflicts. It returns the appended events.
+//
+// Errors: fn's own errors; ECONFLICT after repeated races; EUNAVAILABLE when
+// the database is down; EINTERNAL otherwise.
+func (s *Store) Execute(ctx context.Context, meta Metadata, fn func(tx *Tx) error) ([]Event, error) {
+	var err error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		t := &Tx{s: s, meta: meta, versions: map[string]int64{}}
+		err = s.InTx(ctx, func(tx pgx.Tx) error {
+			t.Tx = tx
+			return fn(t)
+		})
+		if err == nil {
+			return t.appended, nil
+		}
+		if !errors.Is(err, errRaced) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(attempt*attempt) * 5 * time.Millisecond):
+		}
+	}
+	return nil, err
+}
+
+// Load folds the stream into agg and remembers its version for Append.
+//
+// Errors: EUNAVAILABLE, EINTERNAL (an undecodable event).
+func (t *Tx) Load(ctx context.Context, streamID string, agg Aggregate) error {
+	evs, err := t.s.readStreamTx(ctx, t.Tx, streamID, 1)
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		de, err := domain.DecodeEvent(ev.Type, ev.Data)
+		if err != nil {
+			return err
+		}
+		agg.Apply(de)
+	}
+	t.versions[streamID] = int64(len(evs))
+	if len(evs) > 0 {
+		t.versions[streamID] = evs[len(evs)-1].StreamVersion
+	}
+	return nil
+}
+
+// Append appends events to a stream loaded with Load (expecting the version
+// seen then) and folds them into agg, so later decisions in the same Tx see
+// them; jobs are inserted in the same transaction. No events is a no-op, but
+// the jobs are still inserted.
+//
+// Errors: ECONFLICT (wrapping errRaced) when a concurrent writer appended first.
+func (t *Tx) Append(ctx context.Context, streamID string, agg Aggregate, events []domain.Event, jobs ...river.InsertManyParams) error {
+	if len(events) > 0 {
+		expected, ok := t.versions[streamID]
+		if !ok {
+			return domain.Errorf(domain.EINTERNAL, "append to %s without loading it first", streamID)
+		}
+		batch := make([]NewEvent, len(events))
+		for i, e := range events {
+			batch[i] = NewEvent{Type: e.EventType(), Data: e}
+		}
+		stored, err := t.s.AppendTx(ctx, t.Tx, streamID, expected, batch, t.meta)
+		if err != nil {
+			if domain.ErrorCode(err) == domain.ECONFLICT {
+				return &raceError{err}
+			}
+			return err
+		}
+		t.versions[streamID] = expected + int64(len(events))
+		t.appended = append(t.appended, stored...)
+		for _, e := range events {
+			agg.Apply(e)
+		}
+	}
+	if len(jobs) > 0 {
+		if _, err := t.s.InsertJobsTx(ctx, t.Tx, jobs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// raceError keeps the conflict's code and message and marks it as a lost race.
+type raceError struct{ err error }
+
+func (e *raceError) Error() string        { return e.err.Error() }
+func (e *raceError) Unwrap() []error      { return []error{e.err, errRaced} }
+func (e *raceError) Is(target error) bool { return target == errRaced }
