@@ -103,6 +103,7 @@ type Version struct {
 	BuildStatus BuildStatus
 	Image       string
 	Message     string
+	BuildLog    string
 	CreatedAt   time.Time
 	BuiltAt     time.Time
 }
@@ -165,12 +166,12 @@ func (f *Function) Apply(ev Event) {
 		}
 	case BuildSucceeded:
 		if v := f.version(e.Version); v != nil {
-			v.BuildStatus, v.Image, v.Message, v.BuiltAt = BuildStatusSucceeded, e.Image, "", e.At
+			v.BuildStatus, v.Image, v.Message, v.BuildLog, v.BuiltAt = BuildStatusSucceeded, e.Image, "", e.Log, e.At
 			f.LastBuiltAt = e.At
 		}
 	case BuildFailed:
 		if v := f.version(e.Version); v != nil {
-			v.BuildStatus, v.Message, v.BuiltAt = BuildStatusFailed, e.Message, e.At
+			v.BuildStatus, v.Message, v.BuildLog, v.BuiltAt = BuildStatusFailed, e.Message, e.Log, e.At
 			f.LastBuiltAt = e.At
 		}
 		if e.Version == len(f.Versions) {

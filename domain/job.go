@@ -34,6 +34,7 @@ type Job struct {
 	Phase       JobPhase
 	Version     int
 	Message     string
+	Output      string
 	StartedAt   time.Time
 	CompletedAt time.Time
 	CreatedAt   time.Time
@@ -55,7 +56,7 @@ func (j *Job) Apply(ev Event) {
 	case JobCreated:
 		*j = Job{Namespace: e.Namespace, Name: e.Name, Exists: true, Function: e.Function, Event: e.Event, Phase: JobPhasePending, CreatedAt: e.At}
 	case JobRunRequested:
-		j.RunID, j.Phase, j.Message, j.Version = e.RunID, JobPhasePending, "", 0
+		j.RunID, j.Phase, j.Message, j.Output, j.Version = e.RunID, JobPhasePending, "", "", 0
 		j.StartedAt, j.CompletedAt = time.Time{}, time.Time{}
 	case JobStarted:
 		if e.RunID == j.RunID {
@@ -63,11 +64,11 @@ func (j *Job) Apply(ev Event) {
 		}
 	case JobSucceeded:
 		if e.RunID == j.RunID {
-			j.Phase, j.Message, j.CompletedAt = JobPhaseSucceeded, e.Result, e.At
+			j.Phase, j.Message, j.Output, j.CompletedAt = JobPhaseSucceeded, e.Result, e.Output, e.At
 		}
 	case JobFailed:
 		if e.RunID == j.RunID {
-			j.Phase, j.Message, j.CompletedAt = JobPhaseFailed, e.Message, e.At
+			j.Phase, j.Message, j.Output, j.CompletedAt = JobPhaseFailed, e.Message, e.Output, e.At
 		}
 	case JobDeleted:
 		*j = Job{Namespace: j.Namespace, Name: j.Name}
