@@ -1,0 +1,109 @@
+// Package runtimes owns the code that wraps a user's function: one wrapper per
+// language (python3.11/, nodejs20/, go1.23/), each with the base-image Dockerfile,
+// embedded into the sless binary, and the small Go API drivers use to install,
+// build and start it. It imports the standard library and domain only.
+//
+// # Install layout
+//
+// A driver unpacks the user's code into DIR/function/ and calls Install(DIR,
+// entrypoint), which mirrors the image layout (/app, /app/function):
+//
+//	python3.11  DIR/sless_wrapper.py                 run: python -u DIR/sless_wrapper.py
+//	nodejs20    DIR/sless_wrapper.js                 run: node DIR/sless_wrapper.js
+//	go1.23      DIR/function/sless_*.go (+ go.mod)   build: go build -o DIR/sless-fn; run: DIR/sless-fn
+//
+// Build then compiles Go (readable compiler output in the EUNPROCESSABLE error), runs
+// npm install --omit=dev when package.json declares dependencies, and does nothing for
+// Python (stdlib only; requirements.txt is not installed). Command returns the program,
+// arguments, working directory (DIR/function) and base environment of a process;
+// interpreters are resolved to real paths once per process, because python3 on PATH
+// may be a pyenv shim costing ~100 ms per start.
+//
+// # Process contract (the same for all three wrappers)
+//
+// Environment: PORT (default 8080); SLESS_HOST (default all interfaces; Command sets
+// 127.0.0.1); SLESS_ENTRYPOINT, module.function, which the caller must set for Python
+// and Node.js (a process without it fails to load) and Go ignores, as Install compiles
+// the exported function name in; SLESS_MODE, server (default) or job; SLESS_EVENT, the
+// job's input, a JSON object (empty means {}); SLESS_TIMEOUT_SEC, the job's time limit.
+//
+// Server mode listens first and answers 503 on every path, /_sless/health included,
+// while the user code loads; then /_sless/health answers 200. (Node.js: a synchronous
+// require holds the event loop, so requests wait for the load instead; Go: package
+// init runs before the server listens.) If loading fails (syntax error, exception at
+// import, missing entrypoint, Go init panic) the process exits non-zero with a
+// one-line summary and the traceback on stderr; for Go, compile errors and a missing
+// entrypoint fail Build instead. A request becomes the event: a JSON object
+// body as parsed, any other body as {"body": "<text>"}, no body as {}, plus _method,
+// _path (the raw request path), _query (repeated keys as a list), _headers (lower-case
+// names, repeated headers joined with ", ") and _accept. These keys replace body keys
+// of the same name. Bodies are read by Content-Length or chunked.
+//
+// The return value becomes the response: a string starting (after white space) with
+// "<" is text/html; charset=utf-8, any other string text/plain; charset=utf-8,
+// anything else JSON (application/json). A map with "statusCode" (integer 100–599)
+// sets the response itself: "headers" (values may be lists), "body" (encoded as above,
+// none when absent or null); its own Content-Type wins. An exception (Go: a returned
+// error or a panic) answers 500 {"error": message, "type": type} — Python's class
+// name, the JavaScript constructor name, Go's %T of the error or "panic" — and the
+// traceback (Go: "error: message", or a panic's stack) goes to the invocation's log,
+// never to the caller.
+//
+// Job mode calls the entrypoint once with SLESS_EVENT and prints the JSON result as
+// the last line of stdout, on a line of its own after whatever the function printed,
+// then exits 0 at once (threads, timers or goroutines the function left behind do not
+// hold the job open). An exception prints its traceback to stderr and exits 1; an
+// invalid SLESS_EVENT exits 1; when SLESS_TIMEOUT_SEC passes the process prints
+// "sless: timed out after N seconds" to stderr and exits 124, as timeout(1) does.
+// Node.js times out only when its event loop turns: a busy synchronous loop is for the
+// driver's own deadline to end.
+//
+// # Per-invocation logs
+//
+// What a function prints while it handles a request goes to that request only and
+// comes back in the response header X-Sless-Log: base64 of UTF-8, at most 16 KiB
+// (LogCap) decoded, cut at a character boundary and ended with LogTruncatedMarker when
+// longer; absent when nothing was printed. The proxy strips it and stores it with the
+// invocation. Output outside a request (at load time, from a thread the function left
+// running) goes to the process's own stdout and stderr. A function that ends the whole
+// process (os.Exit, log.Fatal, process.exit) takes its last invocation's log with it;
+// the driver sees the exit.
+//
+//   - Python: sys.stdout and sys.stderr are replaced, before the user module is
+//     imported, by a stream that writes to the capture held in a ContextVar, set per
+//     request on the request's thread. print, logging handlers (also those created at
+//     import) and tracebacks are captured; writes to sys.stdout.buffer or to file
+//     descriptors 1 and 2 directly are not.
+//   - Node.js: process.stdout.write and process.stderr.write consult an
+//     AsyncLocalStorage set per request, which follows the request through awaits and
+//     timers; console.* and any logger writing to those streams are captured.
+//   - Go: a goroutine has no identity to hang a capture on, and fmt, log, slog handlers
+//     made at init and child processes all write to file descriptors 1 and 2. So the
+//     wrapper runs invocations one at a time and, for each, points descriptors 1 and 2
+//     at a private temporary file (dup2) and reads it back afterwards. This captures
+//     everything the function and the goroutines it starts print while it runs, and
+//     requests can never mix. The cost is that one process runs one Go invocation at a
+//     time (as AWS Lambda does): net/http still accepts and reads requests
+//     concurrently, health checks never wait, and throughput for short handlers stays
+//     close to a bare server (see BenchmarkWrapper); a handler that waits on I/O holds
+//     the others back, so scale such functions out with replicas. Crashes of the whole
+//     process are also written to the real stderr (debug.SetCrashOutput), so they are
+//     never lost in a capture.
+//
+// # Images
+//
+// Each runtime folder's Dockerfile (ImageContext) builds a base image: a non-root
+// user (uid 10001), the wrapper in /app, user code expected in /app/function/, CMD in
+// server mode on PORT 8080. Runner mode is the same image and command with
+// SLESS_MODE=job (plus SLESS_EVENT and SLESS_TIMEOUT_SEC). The nodejs20 and go1.23
+// images carry ONBUILD steps that copy the user's code and run npm install or the Go
+// build when a function image is built FROM them; go1.23 takes the entrypoint as the
+// build argument SLESS_ENTRYPOINT and, being a build image, carries the Go toolchain
+// (a multi-stage build into a slim image is the Kubernetes driver's to choose).
+package runtimes
+
+// LogCap is the most bytes of decoded log an X-Sless-Log header carries.
+const LogCap = 16 << 10
+
+// LogTruncatedMarker ends a log that was cut at LogCap.
+const LogTruncatedMarker = "\n[sless: log truncated]\n"

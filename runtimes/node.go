@@ -1,0 +1,72 @@
+package runtimes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/slessio/sless/domain"
+)
+
+const nodeWrapper = "sless_wrapper.js"
+
+// nodeEntrypoint is module.function; the module is a path below the function's folder.
+var nodeEntrypoint = regexp.MustCompile(`^[A-Za-z0-9_$][A-Za-z0-9_$.\-/]*\.[A-Za-z_$][A-Za-z0-9_$]*$`)
+
+var nodejs = newInterpreter("node", "-p", "process.execPath")
+
+// node installs npm dependencies only when package.json declares some, so that the
+// common dependency-free function builds without touching a registry.
+type node struct{}
+
+func (node) install(dir, entrypoint string) error {
+	if !nodeEntrypoint.MatchString(entrypoint) || strings.Contains(entrypoint, "..") {
+		return domain.FieldErrorf("entrypoint", "must be module.function, like handler.handle; got %q", entrypoint)
+	}
+	return copyWrapper("nodejs20", nodeWrapper, filepath.Join(dir, nodeWrapper))
+}
+
+func (node) build(ctx context.Context, dir string) (string, error) {
+	fnDir := filepath.Join(dir, FunctionDir)
+	data, err := os.ReadFile(filepath.Join(fnDir, "package.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", domain.Errorf(domain.EUNPROCESSABLE, "read package.json: %v", err)
+	}
+	var manifest struct {
+		Dependencies map[string]any `json:"dependencies"`
+	}
+	if err := json.Unmarshal(data, &manifest); err != nil {
+		return "", domain.Errorf(domain.EUNPROCESSABLE, "package.json: %v", err)
+	}
+	if len(manifest.Dependencies) == 0 {
+		return "", nil
+	}
+	cmd := exec.CommandContext(ctx, "npm", "install", "--omit=dev", "--no-audit", "--no-fund", "--no-update-notifier")
+	cmd.Dir = fnDir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), buildError(ctx, "npm install", out, err)
+	}
+	return string(out), nil
+}
+
+func (node) program(dir string) (string, []string, []string, error) {
+	wrapper := filepath.Join(dir, nodeWrapper)
+	if err := requireFile(wrapper, "install the runtime"); err != nil {
+		return "", nil, nil, err
+	}
+	path, err := nodejs.resolve()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return path, []string{wrapper}, []string{"NODE_ENV=production"}, nil
+}

@@ -1,0 +1,343 @@
+'use strict'
+// sless Node.js runtime wrapper: serves a user function over HTTP, or runs it once as a job.
+//
+// This file sits next to the folder function/ that holds the user's code (/app and
+// /app/function in the image). The contract (environment, event, response, logs) is
+// documented in runtimes/doc.go; this file and its Python and Go siblings implement the
+// same behaviour and are tested by one conformance suite.
+//
+// Environment: PORT (8080), SLESS_HOST (all interfaces), SLESS_ENTRYPOINT (module.function,
+// required), SLESS_MODE (server | job), SLESS_EVENT (job input, JSON object),
+// SLESS_TIMEOUT_SEC (job time limit; exit 124 when it passes).
+
+const fs = require('node:fs')
+const http = require('node:http')
+const path = require('node:path')
+const { pathToFileURL } = require('node:url')
+const { AsyncLocalStorage } = require('node:async_hooks')
+
+const HEALTH_PATH = '/_sless/health'
+const LOG_HEADER = 'X-Sless-Log'
+const LOG_CAP = 16 * 1024
+const LOG_MARKER = Buffer.from('\n[sless: log truncated]\n')
+const JSON_TYPE = 'application/json'
+const HTML_TYPE = 'text/html; charset=utf-8'
+const TEXT_TYPE = 'text/plain; charset=utf-8'
+const FUNCTION_DIR = path.join(__dirname, 'function')
+// Headers the wrapper computes itself; a function's own values for them are dropped.
+const RESERVED_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', LOG_HEADER.toLowerCase()])
+const EMPTY = Buffer.alloc(0)
+
+// The capture of the invocation whose async context is running, if any.
+const captures = new AsyncLocalStorage()
+let userFunction = null // once loaded; health answers 503 until then
+let atLineStart = true // whether real stdout output ends a line (job mode)
+
+// Capture is the output of one invocation, kept up to LOG_CAP bytes.
+class Capture {
+  constructor () {
+    this.chunks = []
+    this.size = 0
+    this.over = false
+    this.closed = false // set when the response is out; later output is the process's
+  }
+
+  add (chunk) {
+    if (this.over) return
+    const room = LOG_CAP - this.size
+    if (chunk.length > room) {
+      chunk = chunk.subarray(0, room)
+      this.over = true
+    }
+    this.chunks.push(chunk)
+    this.size += chunk.length
+  }
+
+  // header returns the X-Sless-Log value, or null when the invocation printed nothing.
+  header () {
+    let data = Buffer.from(Buffer.concat(this.chunks, this.size).toString('utf8')) // valid UTF-8
+    if (this.over || data.length > LOG_CAP) {
+      let cut = LOG_CAP - LOG_MARKER.length
+      while (cut > 0 && (data[cut] & 0xc0) === 0x80) cut-- // never split a character
+      data = Buffer.concat([data.subarray(0, cut), LOG_MARKER])
+    }
+    return data.length ? data.toString('base64') : null
+  }
+}
+
+// captureStream makes stream.write go to the current invocation's capture, if any.
+// console.* and loggers built on process.stdout/stderr all end in stream.write.
+function captureStream (stream, trackLines) {
+  const write = stream.write.bind(stream)
+  stream.write = function (chunk, encoding, callback) {
+    if (typeof encoding === 'function') {
+      callback = encoding
+      encoding = undefined
+    }
+    const capture = captures.getStore()
+    if (capture && !capture.closed) {
+      capture.add(typeof chunk === 'string' ? Buffer.from(chunk, encoding || 'utf8') : Buffer.from(chunk))
+      if (callback) process.nextTick(callback)
+      return true
+    }
+    if (trackLines && chunk.length) {
+      const last = typeof chunk === 'string' ? chunk.charCodeAt(chunk.length - 1) : chunk[chunk.length - 1]
+      atLineStart = last === 10
+    }
+    return write(chunk, encoding, callback)
+  }
+}
+
+// load requires (or imports, for ES modules) the user's module and returns the function.
+async function load (entrypoint) {
+  const dot = entrypoint.lastIndexOf('.')
+  if (dot <= 0 || dot === entrypoint.length - 1) {
+    throw new Error(`SLESS_ENTRYPOINT must be module.function, got ${JSON.stringify(entrypoint)}`)
+  }
+  const moduleName = entrypoint.slice(0, dot)
+  const name = entrypoint.slice(dot + 1)
+  const file = path.resolve(FUNCTION_DIR, moduleName)
+  let mod
+  if (!fs.existsSync(file + '.js') && fs.existsSync(file + '.mjs')) {
+    mod = await import(pathToFileURL(file + '.mjs').href)
+  } else {
+    try {
+      mod = require(file)
+    } catch (err) {
+      if (err.code !== 'ERR_REQUIRE_ESM' && err.code !== 'ERR_REQUIRE_ASYNC_MODULE') throw err
+      mod = await import(pathToFileURL(require.resolve(file)).href)
+    }
+  }
+  const fn = mod?.[name] ?? mod?.default?.[name]
+  if (typeof fn !== 'function') throw new Error(`module ${JSON.stringify(moduleName)} has no function ${JSON.stringify(name)}`)
+  return fn
+}
+
+// failLoad reports a load failure on stderr, summary line first, and ends the process.
+function failLoad (entrypoint, err) {
+  const summary = err instanceof Error ? `${err.name}: ${err.message}` : String(err)
+  process.stderr.write(`sless: cannot load ${entrypoint}: ${summary}\n${describe(err)}`)
+  process.exit(1)
+}
+
+function describe (err) {
+  return (err instanceof Error && err.stack ? err.stack : String(err)) + '\n'
+}
+
+// put sets a key even when it is "__proto__", which plain assignment would not.
+function put (object, key, value) {
+  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true })
+}
+
+function firstNonSpace (buf) {
+  for (const byte of buf) {
+    if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d) return byte
+  }
+  return -1
+}
+
+// makeEvent builds the event of one request: a JSON object body, or {body: text}, plus _ keys.
+function makeEvent (req, urlPath, query, raw) {
+  let event = null
+  if (firstNonSpace(raw) === 0x7b) { // '{'
+    try {
+      const parsed = JSON.parse(raw.toString('utf8'))
+      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) event = parsed
+    } catch {}
+  }
+  if (event === null) event = raw.length ? { body: raw.toString('utf8') } : {}
+  const headers = {}
+  for (const [name, values] of Object.entries(req.headersDistinct)) put(headers, name, values.join(', '))
+  const params = {}
+  for (const [key, value] of new URLSearchParams(query)) {
+    const seen = Object.hasOwn(params, key) ? params[key] : undefined
+    put(params, key, seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value])
+  }
+  event._method = req.method
+  event._path = urlPath
+  event._query = params
+  event._headers = headers
+  event._accept = headers.accept ?? ''
+  return event
+}
+
+// encode returns the content type and bytes of a plain return value.
+function encode (value) {
+  if (typeof value === 'string') return [/^\s*</.test(value) ? HTML_TYPE : TEXT_TYPE, Buffer.from(value, 'utf8')]
+  return [JSON_TYPE, Buffer.from(JSON.stringify(value === undefined ? null : value) ?? 'null', 'utf8')]
+}
+
+// render turns a return value into [status, flat header list, body].
+function render (result) {
+  if (result === null || typeof result !== 'object' || Array.isArray(result) || !Object.hasOwn(result, 'statusCode')) {
+    const [type, body] = encode(result)
+    return [200, ['Content-Type', type], body]
+  }
+  const status = result.statusCode
+  if (!Number.isInteger(status) || status < 100 || status > 599) {
+    throw new RangeError(`statusCode must be an integer from 100 to 599, got ${JSON.stringify(status)}`)
+  }
+  const headers = []
+  for (const [name, value] of Object.entries(result.headers ?? {})) {
+    if (RESERVED_HEADERS.has(name.toLowerCase())) continue
+    for (const item of Array.isArray(value) ? value : [value]) {
+      http.validateHeaderName(name)
+      http.validateHeaderValue(name, String(item))
+      headers.push(name, String(item))
+    }
+  }
+  if (result.body === undefined || result.body === null) return [status, headers, EMPTY]
+  const [type, body] = encode(result.body)
+  if (!headers.some((h, i) => i % 2 === 0 && h.toLowerCase() === 'content-type')) headers.push('Content-Type', type)
+  return [status, headers, body]
+}
+
+function failure (err) {
+  const isError = err instanceof Error
+  const body = JSON.stringify({
+    error: isError ? err.message : String(err),
+    type: isError ? (err.constructor?.name || err.name) : typeof err
+  })
+  return [500, ['Content-Type', JSON_TYPE], Buffer.from(body, 'utf8')]
+}
+
+function send (res, status, headers, body) {
+  res.writeHead(status, [...headers, 'Content-Length', String(body.length)])
+  res.end(body)
+}
+
+// handle serves one request. It avoids async functions and extra promises: with an
+// AsyncLocalStorage in use, every promise costs a hook call.
+function handle (req, res) {
+  const q = req.url.indexOf('?')
+  const urlPath = q < 0 ? req.url : req.url.slice(0, q)
+  const fn = userFunction
+  if (urlPath === HEALTH_PATH || fn === null) {
+    return send(res, fn ? 200 : 503, ['Content-Type', JSON_TYPE], Buffer.from(fn ? '{"status":"ok"}' : '{"status":"loading"}'))
+  }
+  const chunks = []
+  req.on('data', (chunk) => chunks.push(chunk))
+  req.on('error', () => res.destroy())
+  req.on('end', () => {
+    const capture = new Capture()
+    const respond = (status, headers, body) => {
+      capture.closed = true
+      try {
+        const log = capture.header()
+        if (log) headers.push(LOG_HEADER, log)
+        send(res, status, headers, body)
+      } catch (err) { // a bug here must cost one request, not the process
+        process.stderr.write(`sless: ${describe(err)}`)
+        res.destroy()
+      }
+    }
+    let event
+    try {
+      event = makeEvent(req, urlPath, q < 0 ? '' : req.url.slice(q + 1), Buffer.concat(chunks))
+    } catch (err) {
+      return respond(...failure(err))
+    }
+    captures.run(capture, () => invoke(fn, event, respond))
+  })
+}
+
+// invoke calls fn, sync or async, and answers through done; it runs inside the
+// request's capture, and so does the report of an error.
+function invoke (fn, event, done) {
+  const fail = (err) => {
+    process.stderr.write(describe(err)) // into the capture: the caller never sees it
+    done(...failure(err))
+  }
+  const succeed = (result) => {
+    let response
+    try {
+      response = render(result)
+    } catch (err) {
+      return fail(err)
+    }
+    done(...response)
+  }
+  let result
+  try {
+    result = fn(event)
+  } catch (err) {
+    return fail(err)
+  }
+  if (result !== null && typeof result === 'object' && typeof result.then === 'function') result.then(succeed, fail)
+  else succeed(result)
+}
+
+// serve listens first (health answers 503 while loading), then loads the function.
+function serve (entrypoint) {
+  const server = http.createServer(handle)
+  server.keepAliveTimeout = 120 * 1000 // outlive the proxy's idle connections, not the reverse
+  server.on('error', (err) => {
+    process.stderr.write(`sless: cannot listen: ${err.message}\n`)
+    process.exit(1)
+  })
+  server.listen(Number(process.env.PORT || 8080), process.env.SLESS_HOST || undefined, () => {
+    load(entrypoint).then((fn) => { userFunction = fn }, (err) => failLoad(entrypoint, err))
+  })
+}
+
+function parseEvent (text) {
+  if (!text || !text.trim()) return {}
+  const event = JSON.parse(text)
+  if (event === null || typeof event !== 'object' || Array.isArray(event)) throw new Error('must be a JSON object')
+  return event
+}
+
+// runJob calls the function once; its JSON result is the last line of stdout.
+async function runJob (entrypoint) {
+  const timeout = Number(process.env.SLESS_TIMEOUT_SEC || 0)
+  if (timeout > 0) {
+    setTimeout(() => {
+      process.stderr.write(`sless: timed out after ${timeout} seconds\n`)
+      process.exit(124)
+    }, timeout * 1000)
+  }
+  // Without a timer nothing may keep the loop alive: a promise that never settles.
+  process.on('beforeExit', () => {
+    process.stderr.write('sless: the function returned a promise that never settled\n')
+    process.exit(1)
+  })
+  let event
+  try {
+    event = parseEvent(process.env.SLESS_EVENT)
+  } catch (err) {
+    process.stderr.write(`sless: SLESS_EVENT: ${err.message}\n`)
+    process.exit(1)
+  }
+  let fn
+  try {
+    fn = await load(entrypoint)
+  } catch (err) {
+    failLoad(entrypoint, err)
+  }
+  let out
+  try {
+    const result = await fn(event)
+    out = JSON.stringify(result === undefined ? null : result) ?? 'null'
+  } catch (err) {
+    process.stderr.write(describe(err))
+    process.exit(1)
+  }
+  if (!atLineStart) process.stdout.write('\n')
+  process.stdout.write(out + '\n')
+  process.exit(0) // open handles the function left (timers, sockets) must not hold the job
+}
+
+function main () {
+  captureStream(process.stdout, true)
+  captureStream(process.stderr, false)
+  const entrypoint = process.env.SLESS_ENTRYPOINT || ''
+  const mode = process.env.SLESS_MODE || 'server'
+  if (mode === 'server') serve(entrypoint)
+  else if (mode === 'job') runJob(entrypoint)
+  else {
+    process.stderr.write(`sless: SLESS_MODE must be server or job, got ${JSON.stringify(mode)}\n`)
+    process.exit(2)
+  }
+}
+
+main()

@@ -1,0 +1,3 @@
+exports.handle = async (event) => {
+  return { ok: true
+}

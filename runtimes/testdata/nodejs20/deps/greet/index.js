@@ -1,0 +1,1 @@
+exports.greet = (name) => `hello ${name}`

@@ -1,0 +1,3 @@
+const { greet } = require('greet')
+
+exports.handle = async (event) => ({ greeting: greet(event.name) })
