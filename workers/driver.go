@@ -1,0 +1,114 @@
+package workers
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+
+	"github.com/slessio/sless/domain"
+)
+
+// Driver is what the workers need from the platform that runs functions:
+// localdriver (processes on this machine) and k8sdriver (Kubernetes) implement
+// it, and workers/drivertest is the conformance suite both must pass.
+// Every method is idempotent: River may deliver a job twice.
+type Driver interface {
+	// Build turns the stored code of a version into something runnable (an
+	// image, or a local directory with the wrapper and binary). A failure of
+	// the user's code (compile error, bad dependency) is a result with
+	// Failed set and the tool output in Log, not an error; errors are for the
+	// platform (EUNAVAILABLE and such) and make the worker retry.
+	Build(ctx context.Context, b BuildSpec) (BuildResult, error)
+
+	// Deploy converges the HTTP workload of a function: with Replicas > 0 the
+	// given version runs (replacing another version without dropping requests)
+	// and Deploy returns the endpoint the proxy should use once it is healthy;
+	// with Replicas 0 it is stopped (scale to zero) and the endpoint is "".
+	// A version that cannot start (exits at load, crash loop) is
+	// EUNPROCESSABLE with the last lines of its stderr in the message.
+	Deploy(ctx context.Context, d Deployment) (endpoint string, err error)
+
+	// Run runs a version once in job mode with an input event and returns its
+	// output. The user's failure (non-zero exit, timeout) is a result, not an error.
+	Run(ctx context.Context, r RunSpec) (RunResult, error)
+
+	// Remove deletes every workload, schedule and build artifact of a function.
+	// Removing what does not exist is not an error.
+	Remove(ctx context.Context, namespace, function string) error
+}
+
+// Scheduler is implemented by drivers that run cron triggers themselves
+// (k8sdriver: a CronJob per trigger). For drivers without it, the workers'
+// leader-only cron enqueuer fires due slots through Driver.Run.
+type Scheduler interface {
+	// ApplySchedule creates or updates the schedule of a cron trigger; a
+	// disabled one is kept but suspended.
+	ApplySchedule(ctx context.Context, s CronSpec) error
+	// RemoveSchedule deletes the schedule of a cron trigger, if any.
+	RemoveSchedule(ctx context.Context, namespace, trigger string) error
+}
+
+// CodeFetcher reads stored code by object key (codestore.Store implements it).
+type CodeFetcher interface {
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+}
+
+// Workload is what every driver call about a version needs to know.
+type Workload struct {
+	Namespace string
+	Function  string
+	Version   int
+	Image     string // BuildResult.Image of the version
+	Config    domain.FunctionConfig
+}
+
+// BuildSpec asks for one version to be built.
+type BuildSpec struct {
+	Namespace  string
+	Function   string
+	Version    int
+	Digest     string
+	ZipKey     string // the user's original zip
+	ContextKey string // build context tar.gz (user files + generated Dockerfile)
+	Config     domain.FunctionConfig
+	Code       CodeFetcher
+}
+
+// BuildResult is the outcome of a build. Image names the artifact for Deploy
+// and Run; Log is the tool output (compiler, npm, kaniko).
+type BuildResult struct {
+	Image   string
+	Log     string
+	Failed  bool
+	Message string // a readable summary of a failure
+}
+
+// Deployment is the desired state of a function's HTTP workload.
+type Deployment struct {
+	Workload
+	Replicas int // 0 = stopped
+}
+
+// RunSpec asks for one job run (or cron slot).
+type RunSpec struct {
+	Workload
+	Name  string          // job name, or "<trigger>-<slot unix time>" for cron runs
+	RunID int64           // job run id; the slot time for cron runs
+	Event json.RawMessage // SLESS_EVENT
+}
+
+// RunResult is the output of a run: ExitCode 0 means success, 124 a timeout.
+type RunResult struct {
+	ExitCode int
+	Stdout   string
+	Stderr   string
+	TimedOut bool
+}
+
+// CronSpec is the desired schedule of one cron trigger.
+type CronSpec struct {
+	Workload
+	Trigger  string
+	Schedule string
+	Enabled  bool
+}

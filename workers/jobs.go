@@ -1,0 +1,158 @@
+package workers
+
+import (
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/slessio/sless/domain"
+)
+
+// Queues, sized in the River client: builds are slow and few, the rest many and short.
+const (
+	QueueBuilds   = "builds"
+	QueueRollouts = "rollouts"
+	QueueRuns     = "runs"
+	QueueDefault  = river.QueueDefault
+)
+
+// BuildArgs asks for version Version of a function to be built. Unique by
+// args: one build per version, however often it is enqueued.
+type BuildArgs struct {
+	Namespace string `json:"namespace" river:"unique"`
+	Function  string `json:"function" river:"unique"`
+	Version   int    `json:"version" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (BuildArgs) Kind() string { return "build" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (BuildArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueBuilds, MaxAttempts: 5, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+// RolloutArgs asks for a function's workload to be converged to its desired
+// state (active version, enabled http triggers) as the read model has it now.
+// Level-triggered: it carries no version, so the order of rollouts does not matter.
+type RolloutArgs struct {
+	Namespace string `json:"namespace" river:"unique"`
+	Function  string `json:"function" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (RolloutArgs) Kind() string { return "rollout" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts. Unique until it finishes
+// (River requires the running state in the set): an insert during a running
+// rollout is skipped, so the worker re-reads the desired state after
+// converging and goes again until nothing changed meanwhile.
+func (RolloutArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueRollouts, MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: untilFinished}}
+}
+
+// untilFinished makes a job unique while it waits or runs, but not once completed.
+var untilFinished = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+	rivertype.JobStateScheduled, rivertype.JobStateRetryable, rivertype.JobStateRunning}
+
+// ScheduleArgs asks for a cron trigger's schedule to be applied or removed, as
+// the read model has it now (level-triggered).
+type ScheduleArgs struct {
+	Namespace string `json:"namespace" river:"unique"`
+	Trigger   string `json:"trigger" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (ScheduleArgs) Kind() string { return "schedule" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (ScheduleArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueRollouts, MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: untilFinished}}
+}
+
+// RunJobArgs asks for run RunID of a one-shot job. Unique by args: one execution per run.
+type RunJobArgs struct {
+	Namespace string `json:"namespace" river:"unique"`
+	Job       string `json:"job" river:"unique"`
+	RunID     int64  `json:"run_id" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (RunJobArgs) Kind() string { return "run_job" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (RunJobArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueRuns, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+// CleanupArgs asks for every workload, schedule and stored artifact of a
+// deleted function to be removed.
+type CleanupArgs struct {
+	Namespace string `json:"namespace"`
+	Function  string `json:"function"`
+}
+
+// Kind implements river.JobArgs.
+func (CleanupArgs) Kind() string { return "cleanup" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (CleanupArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueRollouts, MaxAttempts: 10}
+}
+
+func job(args river.JobArgs) river.InsertManyParams { return river.InsertManyParams{Args: args} }
+
+// FunctionJobs returns the jobs that the events just appended to function f
+// (already folded into f) cause: a build for each new version that needs one,
+// a rollout when what should run may have changed, a cleanup after a delete.
+func FunctionJobs(f *domain.Function, events []domain.Event) []river.InsertManyParams {
+	var jobs []river.InsertManyParams
+	rollout := false
+	for _, ev := range events {
+		switch e := ev.(type) {
+		case domain.VersionCreated:
+			if f.NeedsBuild(e.Version) {
+				jobs = append(jobs, job(BuildArgs{Namespace: f.Namespace, Function: f.Name, Version: e.Version}))
+			}
+		case domain.VersionActivated, domain.FunctionConfigUpdated:
+			rollout = true
+		case domain.FunctionDeleted:
+			return append(jobs, job(CleanupArgs{Namespace: f.Namespace, Function: f.Name}))
+		}
+	}
+	if rollout && f.Exists {
+		jobs = append(jobs, job(RolloutArgs{Namespace: f.Namespace, Function: f.Name}))
+	}
+	return jobs
+}
+
+// TriggerJobs returns the jobs that the events just appended to trigger t
+// cause: a rollout of its function for http triggers, a schedule for cron ones.
+// t must be the state before a delete folds in (Type and Function still set),
+// so callers fold after calling, or pass a copy.
+func TriggerJobs(t domain.Trigger, events []domain.Event) []river.InsertManyParams {
+	changed := false
+	for _, ev := range events {
+		switch ev.(type) {
+		case domain.TriggerCreated, domain.TriggerEnabled, domain.TriggerDisabled, domain.TriggerDeleted:
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if t.Type == domain.TriggerCron {
+		return []river.InsertManyParams{job(ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name})}
+	}
+	return []river.InsertManyParams{job(RolloutArgs{Namespace: t.Namespace, Function: t.Function})}
+}
+
+// RunJobs returns a run for every run requested by the events just appended to job j.
+func RunJobs(j *domain.Job, events []domain.Event) []river.InsertManyParams {
+	var jobs []river.InsertManyParams
+	for _, ev := range events {
+		if e, ok := ev.(domain.JobRunRequested); ok {
+			jobs = append(jobs, job(RunJobArgs{Namespace: j.Namespace, Job: j.Name, RunID: e.RunID}))
+		}
+	}
+	return jobs
+}
