@@ -1,0 +1,102 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// config is the control plane's configuration: flags override environment
+// variables, which override the embedded defaults of `sless dev`.
+type config struct {
+	DataDir     string // SLESS_DATA_DIR: dev state (database cluster, S3 files, builds, dev key)
+	DatabaseURL string // DATABASE_URL: empty starts a private cluster under DataDir
+	Listen      string // SLESS_LISTEN: API and proxy address
+	ExternalURL string // SLESS_EXTERNAL_URL: base of trigger URLs
+
+	S3Endpoint  string // S3_ENDPOINT: empty starts an embedded S3 server under DataDir
+	S3AccessKey string // S3_ACCESS_KEY
+	S3SecretKey string // S3_SECRET_KEY
+	S3Bucket    string // S3_BUCKET
+	S3Region    string // S3_REGION
+	S3UseSSL    bool   // S3_USE_SSL
+
+	JWTSecret    string        // SLESS_JWT_SECRET: HS256 secret; dev default is a key in DataDir
+	JWKSURL      string        // SLESS_JWKS_URL
+	JWKSFile     string        // SLESS_JWKS_FILE
+	JWTIssuer    string        // SLESS_JWT_ISSUER
+	JWTAudience  string        // SLESS_JWT_AUDIENCE
+	AdminClaim   string        // SLESS_ADMIN_CLAIM
+	RateLimit    float64       // SLESS_RATE_LIMIT: requests per second per namespace
+	RateBurst    int           // SLESS_RATE_BURST
+	ShutdownWait time.Duration // SLESS_SHUTDOWN_TIMEOUT
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func envFloat(name string, def float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// bindConfig registers the flags shared by the commands that talk to the
+// database, with their environment defaults.
+func bindConfig(fs *flag.FlagSet) *config {
+	c := &config{}
+	fs.StringVar(&c.DataDir, "data-dir", env("SLESS_DATA_DIR", ".sless"), "directory for local state (env SLESS_DATA_DIR)")
+	fs.StringVar(&c.DatabaseURL, "database-url", env("DATABASE_URL", ""), "PostgreSQL URL; empty starts a private cluster in the data dir (env DATABASE_URL)")
+	fs.StringVar(&c.Listen, "listen", env("SLESS_LISTEN", ":8080"), "address of the API and the function proxy (env SLESS_LISTEN)")
+	fs.StringVar(&c.ExternalURL, "external-url", env("SLESS_EXTERNAL_URL", ""), "public base URL used in trigger URLs (env SLESS_EXTERNAL_URL); default http://localhost:<port>")
+	fs.StringVar(&c.S3Endpoint, "s3-endpoint", env("S3_ENDPOINT", ""), "S3 endpoint host:port; empty starts an embedded S3 server (env S3_ENDPOINT)")
+	fs.StringVar(&c.S3AccessKey, "s3-access-key", env("S3_ACCESS_KEY", "sless"), "S3 access key (env S3_ACCESS_KEY)")
+	fs.StringVar(&c.S3SecretKey, "s3-secret-key", env("S3_SECRET_KEY", "sless-dev-secret"), "S3 secret key (env S3_SECRET_KEY)")
+	fs.StringVar(&c.S3Bucket, "s3-bucket", env("S3_BUCKET", "sless-code"), "S3 bucket for code (env S3_BUCKET)")
+	fs.StringVar(&c.S3Region, "s3-region", env("S3_REGION", "us-east-1"), "S3 region (env S3_REGION)")
+	fs.BoolVar(&c.S3UseSSL, "s3-use-ssl", env("S3_USE_SSL", "") == "true", "use HTTPS for S3 (env S3_USE_SSL=true)")
+	fs.StringVar(&c.JWTSecret, "jwt-secret", env("SLESS_JWT_SECRET", ""), "HS256 secret; empty uses the dev key in the data dir (env SLESS_JWT_SECRET)")
+	fs.StringVar(&c.JWKSURL, "jwks-url", env("SLESS_JWKS_URL", ""), "JWKS URL for RS256/ES256 tokens (env SLESS_JWKS_URL)")
+	fs.StringVar(&c.JWKSFile, "jwks-file", env("SLESS_JWKS_FILE", ""), "JWKS file for RS256/ES256 tokens (env SLESS_JWKS_FILE)")
+	fs.StringVar(&c.JWTIssuer, "jwt-issuer", env("SLESS_JWT_ISSUER", ""), "required iss claim, if set (env SLESS_JWT_ISSUER)")
+	fs.StringVar(&c.JWTAudience, "jwt-audience", env("SLESS_JWT_AUDIENCE", ""), "required aud claim, if set (env SLESS_JWT_AUDIENCE)")
+	fs.StringVar(&c.AdminClaim, "admin-claim", env("SLESS_ADMIN_CLAIM", "sless_admin"), "boolean claim that marks operators (env SLESS_ADMIN_CLAIM)")
+	fs.Float64Var(&c.RateLimit, "rate-limit", envFloat("SLESS_RATE_LIMIT", 50), "API requests per second per namespace (env SLESS_RATE_LIMIT)")
+	fs.IntVar(&c.RateBurst, "rate-burst", envInt("SLESS_RATE_BURST", 200), "API burst per namespace (env SLESS_RATE_BURST)")
+	fs.DurationVar(&c.ShutdownWait, "shutdown-timeout", 15*time.Second, "how long a graceful stop may take")
+	return c
+}
+
+func (c *config) path(parts ...string) string {
+	return filepath.Join(append([]string{c.DataDir}, parts...)...)
+}
+
+// parseArgs parses flags that may come before or after the positional
+// arguments (`sless migrate up --data-dir x`) and returns the positionals.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/slessio/sless/httpapi/auth"
+	"github.com/slessio/sless/store/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func runCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, &out, &errOut)
+	return out.String() + errOut.String(), err
+}
+
+func TestMigrateAndRebuild(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewEmptyDBURL(t)
+	out, err := runCmd(t, "migrate", "status", "--database-url", url)
+	if err != nil || strings.Count(out, "pending") != 3 {
+		t.Fatalf("status before up: %v\n%s", err, out)
+	}
+	out, err = runCmd(t, "migrate", "up", "--database-url", url)
+	if err != nil || strings.Count(out, "applied") < 3 || strings.Contains(out, "pending") {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	out, err = runCmd(t, "projections", "rebuild", "--database-url", url)
+	if err != nil || !strings.Contains(out, "from 0 events") {
+		t.Fatalf("rebuild: %v\n%s", err, out)
+	}
+	if _, err := runCmd(t, "migrate", "sideways", "--database-url", url); err == nil {
+		t.Fatal("unknown migrate verb accepted")
+	}
+}
+
+func TestTokenVerifies(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, err := runCmd(t, "token", "--sub", "alice", "-q", "--data-dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := auth.LoadOrCreateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.NewVerifier(auth.Config{HS256Secret: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := v.Verify(context.Background(), strings.TrimSpace(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Subject != "alice" || p.Namespace != auth.Namespace("alice") || p.Admin {
+		t.Fatalf("principal = %+v", p)
+	}
+	if _, err := runCmd(t, "token", "--data-dir", dir); err == nil {
+		t.Fatal("token without --sub accepted")
+	}
+}
