@@ -1,6 +1,3 @@
-// Command sless is the single binary of the platform: the control plane
-// (`serve`, `dev`), its maintenance commands (`migrate`, `projections
-// rebuild`) and developer helpers (`token`).
 package main
 
 import (
