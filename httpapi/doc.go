@@ -1,8 +1,28 @@
 // Package httpapi owns the HTTP edge of sless: the Echo routes and handlers of
-// the /v1 API (one file per resource), the JWT middleware (verification lives
-// in httpapi/auth), the single error → status table, the public invoke proxy
-// under /fn/, the console and the OpenAPI document.
+// the /v1 API (one file per resource), the authentication, namespace and rate
+// limit middleware (token verification lives in httpapi/auth), the single
+// error → status table, the human function listing, the OpenAPI document and
+// the health probes. Later parts add the /fn/ proxy and the console through
+// Server.Echo.
 //
-// It may import domain, store and workers (to choose the jobs to enqueue).
-// Handlers decode and validate, call one method, and render.
+// Requests on /v1/namespaces/{ns}/... pass, in order: X-Request-Id (kept when
+// sane, generated otherwise), Bearer token verification (401), the token
+// bucket of the caller's namespace (429 with Retry-After), and the namespace
+// check ({ns} must be the caller's; operators may read any: 403 otherwise).
+//
+// Commands go through store.Execute: load the aggregate(s), call the domain
+// command, append its events with the River jobs workers.FunctionJobs,
+// TriggerJobs and RunJobs choose, in one transaction. Queries read the read
+// models. Every error is rendered as {"error": {"code", "message", "field"}}
+// by one Echo HTTPErrorHandler (errors.go); only internal errors are logged.
+//
+// Status conventions: creates answer 201 (409 when the name exists, the
+// existing object readable by GET); deletes 204; an upload that queues a build
+// 202 (200 when identical to the latest version); a job whose run_id grows 202.
+// A trigger or job naming a function that does not exist is 422 with field
+// "function": the request is well-formed, the URL right, but it refers to
+// nothing.
+//
+// httpapi may import domain, store (and store/codestore), workers (only to
+// choose the jobs to enqueue) and httpapi/auth.
 package httpapi

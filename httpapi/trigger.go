@@ -1,0 +1,198 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/workers"
+)
+
+// triggerView is a trigger as the API shows it (SPEC §3). URL is set for http
+// triggers; NextRunAt for enabled cron triggers.
+type triggerView struct {
+	Namespace string     `json:"namespace"`
+	Name      string     `json:"name"`
+	Type      string     `json:"type"`
+	Function  string     `json:"function"`
+	Schedule  string     `json:"schedule,omitempty"`
+	Enabled   bool       `json:"enabled"`
+	Active    bool       `json:"active"`
+	URL       string     `json:"url,omitempty"`
+	NextRunAt *time.Time `json:"next_run_at,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+func (s *Server) newTriggerView(t domain.Trigger) triggerView {
+	v := triggerView{Namespace: t.Namespace, Name: t.Name, Type: string(t.Type), Function: t.Function,
+		Schedule: t.Schedule, Enabled: t.Enabled, Active: t.Active, CreatedAt: pgTime(t.CreatedAt)}
+	switch t.Type {
+	case domain.TriggerHTTP:
+		v.URL = s.functionURL(t.Namespace, t.Function)
+	case domain.TriggerCron:
+		if sched, err := domain.ParseCron(t.Schedule); err == nil && t.Enabled {
+			v.NextRunAt = optionalTime(sched.Next(s.cfg.Now()))
+		}
+	}
+	return v
+}
+
+// functionURL is where the proxy serves a function (SPEC §3).
+func (s *Server) functionURL(ns, function string) string {
+	return s.cfg.ExternalURL + "/fn/" + ns + "/" + function
+}
+
+// triggerList is the answer of GET .../triggers.
+type triggerList struct {
+	Triggers []triggerView `json:"triggers"`
+}
+
+// createTriggerRequest is the body of POST .../triggers; enabled defaults to true.
+type createTriggerRequest struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Function string `json:"function"`
+	Schedule string `json:"schedule,omitempty"`
+	Enabled  *bool  `json:"enabled,omitempty"`
+}
+
+// patchTriggerRequest is the body of PATCH .../triggers/{name}.
+type patchTriggerRequest struct {
+	Enabled *bool `json:"enabled"`
+}
+
+func (s *Server) registerTriggerRoutes(g *echo.Group) {
+	g.GET("/triggers", s.listTriggers)
+	g.POST("/triggers", s.createTrigger)
+	g.GET("/triggers/:name", s.getTrigger)
+	g.PATCH("/triggers/:name", s.patchTrigger)
+	g.DELETE("/triggers/:name", s.deleteTrigger)
+}
+
+// listTriggers serves GET /v1/namespaces/{ns}/triggers[?function=f].
+func (s *Server) listTriggers(c echo.Context) error {
+	ts, err := s.cfg.Store.ListTriggers(c.Request().Context(), c.Param("ns"), c.QueryParam("function"))
+	if err != nil {
+		return err
+	}
+	out := triggerList{Triggers: make([]triggerView, len(ts))}
+	for i, t := range ts {
+		out.Triggers[i] = s.newTriggerView(t)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// createTrigger serves POST /v1/namespaces/{ns}/triggers: 201 with the
+// trigger, 409 when the name exists, 422 when the function does not exist.
+func (s *Server) createTrigger(c echo.Context) error {
+	var req createTriggerRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	spec := domain.TriggerSpec{Type: req.Type, Function: req.Function, Schedule: req.Schedule, Enabled: true}
+	if req.Enabled != nil {
+		spec.Enabled = *req.Enabled
+	}
+	ns := c.Param("ns")
+	ctx := c.Request().Context()
+	now := s.now()
+	var t *domain.Trigger
+	_, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
+		t = domain.NewTrigger(ns, req.Name)
+		stream := domain.TriggerStream(ns, req.Name)
+		if err := tx.Load(ctx, stream, t); err != nil {
+			return err
+		}
+		evs, err := t.Create(spec, now)
+		if err != nil {
+			return err
+		}
+		if _, err := loadExistingFunction(c, tx, ns, req.Function); err != nil {
+			return err
+		}
+		if err := tx.Append(ctx, stream, t, evs); err != nil {
+			return err
+		}
+		return tx.Append(ctx, stream, t, nil, workers.TriggerJobs(*t, evs)...)
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, s.newTriggerView(*t))
+}
+
+// getTrigger serves GET /v1/namespaces/{ns}/triggers/{name}.
+func (s *Server) getTrigger(c echo.Context) error {
+	t, err := s.cfg.Store.GetTrigger(c.Request().Context(), c.Param("ns"), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.newTriggerView(t))
+}
+
+// patchTrigger serves PATCH /v1/namespaces/{ns}/triggers/{name}
+// {"enabled": bool}: switches the trigger on or off (an http function with
+// no enabled trigger scales to zero); the workload follows asynchronously,
+// which "active" reports.
+func (s *Server) patchTrigger(c echo.Context) error {
+	var req patchTriggerRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Enabled == nil {
+		return domain.FieldErrorf("enabled", "is required (true or false)")
+	}
+	ns, name := c.Param("ns"), c.Param("name")
+	ctx := c.Request().Context()
+	now := s.now()
+	var t *domain.Trigger
+	_, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
+		t = domain.NewTrigger(ns, name)
+		stream := domain.TriggerStream(ns, name)
+		if err := tx.Load(ctx, stream, t); err != nil {
+			return err
+		}
+		evs, err := t.SetEnabled(*req.Enabled, now)
+		if err != nil {
+			return err
+		}
+		return tx.Append(ctx, stream, t, evs, workers.TriggerJobs(*t, evs)...)
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.newTriggerView(*t))
+}
+
+// deleteTrigger serves DELETE /v1/namespaces/{ns}/triggers/{name}.
+func (s *Server) deleteTrigger(c echo.Context) error {
+	ns, name := c.Param("ns"), c.Param("name")
+	now := s.now()
+	_, err := s.cfg.Store.Execute(c.Request().Context(), metadata(c), func(tx *store.Tx) error {
+		return deleteTrigger(c, tx, ns, name, now)
+	})
+	if err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// deleteTrigger deletes one trigger in tx with the job that stops its
+// workload or schedule (ENOTFOUND when it does not exist).
+func deleteTrigger(c echo.Context, tx *store.Tx, ns, name string, now time.Time) error {
+	ctx := c.Request().Context()
+	t := domain.NewTrigger(ns, name)
+	stream := domain.TriggerStream(ns, name)
+	if err := tx.Load(ctx, stream, t); err != nil {
+		return err
+	}
+	evs, err := t.Delete(now)
+	if err != nil {
+		return err
+	}
+	// TriggerJobs needs the type and function, which the delete folds away.
+	return tx.Append(ctx, stream, t, evs, workers.TriggerJobs(*t, evs)...)
+}

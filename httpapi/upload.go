@@ -1,0 +1,210 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/store/codestore"
+)
+
+// headerVersion names the version a source listing comes from.
+const headerVersion = "X-Sless-Version"
+
+// multipartOverhead is what the multipart envelope may add to the zip itself.
+const multipartOverhead = 64 << 10
+
+func (s *Server) registerUploadRoutes(g *echo.Group) {
+	g.POST("/functions/:name/upload", s.upload)
+	g.GET("/functions/:name/source", s.source)
+}
+
+// upload serves POST /v1/namespaces/{ns}/functions/{name}/upload, multipart
+// field "code" holding a zip: it is validated, stored in S3 (zip and build
+// context) and recorded as a new version whose build is queued (202). Code
+// and configuration identical to the latest version make no new version
+// (200 with that version). A body over the limit is 413 without reading the
+// rest; a bad zip is 400, a zip bomb 413, an unknown function 404.
+func (s *Server) upload(c echo.Context) error {
+	ns, name := c.Param("ns"), c.Param("name")
+	ctx := c.Request().Context()
+	if err := domain.ValidateName("name", name); err != nil {
+		return err
+	}
+	if c.Request().ContentLength > s.maxUploadBody() {
+		return s.errUploadTooLarge()
+	}
+	current, err := s.cfg.Store.GetFunction(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	// Each upload may hold its zip and the files it expands to; bound how
+	// many do at once.
+	select {
+	case s.uploads <- struct{}{}:
+		defer func() { <-s.uploads }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	zip, err := s.readZip(c)
+	if err != nil {
+		return err
+	}
+	files, err := codestore.ValidateZip(zip, codestore.Limits{})
+	if err != nil {
+		return err
+	}
+	v, active, created, err := s.recordUpload(c, current.Config.Runtime, zip, files)
+	if err != nil {
+		return err
+	}
+	status := http.StatusAccepted
+	if !created {
+		status = http.StatusOK
+	}
+	return c.JSON(status, newVersionView(v, active, false))
+}
+
+// recordUpload stores validated code for a function whose runtime was read
+// as runtime, and records it as a new version unless it is identical to the
+// latest. It returns the version, the active version number and whether a
+// version was created.
+func (s *Server) recordUpload(c echo.Context, runtime domain.Runtime, zip []byte, files []codestore.File) (domain.Version, int, bool, error) {
+	ns, name := c.Param("ns"), c.Param("name")
+	ctx := c.Request().Context()
+	obj, err := s.cfg.Code.Put(ctx, ns, name, zip, files, s.cfg.BaseImage(string(runtime)))
+	if err != nil {
+		return domain.Version{}, 0, false, err
+	}
+	now := s.now()
+	var f *domain.Function
+	var number int
+	evs, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
+		f = domain.NewFunction(ns, name)
+		if err := tx.Load(ctx, domain.FunctionStream(ns, name), f); err != nil {
+			return err
+		}
+		if f.Exists && f.Config.Runtime != runtime {
+			// The build context names the base image of the runtime read before.
+			return domain.Errorf(domain.ECONFLICT, "the runtime of function %q changed during the upload; upload again", name)
+		}
+		evs, n, err := f.Upload(domain.Code{Digest: obj.Digest, ZipKey: obj.ZipKey, ContextKey: obj.ContextKey}, now)
+		if err != nil {
+			return err
+		}
+		number = n
+		return appendFunction(c, tx, f, evs)
+	})
+	if err != nil {
+		return domain.Version{}, 0, false, err
+	}
+	v, _ := f.Version(number)
+	return v, f.ActiveVersion, len(evs) > 0, nil
+}
+
+// readZip returns the "code" part of a multipart body, refusing (ETOOLARGE)
+// it as soon as more than the limit has been read.
+func (s *Server) readZip(c echo.Context) ([]byte, error) {
+	req := c.Request()
+	max := s.cfg.MaxUploadBytes
+	tooLarge := s.errUploadTooLarge()
+	if mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType)); err != nil || mt != echo.MIMEMultipartForm {
+		return nil, domain.FieldErrorf("code", "send the zip as multipart/form-data in a field named \"code\"")
+	}
+	// Given the connection's writer, MaxBytesReader also makes the server
+	// close the connection instead of reading the rest of the body.
+	req.Body = http.MaxBytesReader(c.Response().Writer, req.Body, s.maxUploadBody())
+	mr, err := req.MultipartReader()
+	if err != nil {
+		return nil, domain.FieldErrorf("code", "the body is not valid multipart/form-data")
+	}
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			return nil, domain.FieldErrorf("code", "is required: send the zip in a multipart field named \"code\"")
+		}
+		if err != nil {
+			return nil, bodyError(err, tooLarge)
+		}
+		if part.FormName() != "code" {
+			continue // NextPart discards what is left of it
+		}
+		data, err := io.ReadAll(io.LimitReader(part, max+1))
+		if err != nil {
+			return nil, bodyError(err, tooLarge)
+		}
+		if int64(len(data)) > max {
+			return nil, tooLarge
+		}
+		return data, nil
+	}
+}
+
+// maxUploadBody is the largest multipart body an upload may send.
+func (s *Server) maxUploadBody() int64 { return s.cfg.MaxUploadBytes + multipartOverhead }
+
+func (s *Server) errUploadTooLarge() error {
+	max := s.cfg.MaxUploadBytes
+	return domain.Errorf(domain.ETOOLARGE, "the zip is larger than %d MiB; upload at most %d bytes", max>>20, max)
+}
+
+// bodyError tells a body over the limit from a broken one.
+func bodyError(err, tooLarge error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return tooLarge
+	}
+	return domain.FieldErrorf("code", "the multipart body is malformed or incomplete")
+}
+
+// source serves GET /v1/namespaces/{ns}/functions/{name}/source[?version=N]:
+// the user's files of version N, by default of the active version (or of the
+// newest one while none is active yet), without the generated Dockerfile, as
+// [{name, content, binary}] (SPEC §2); X-Sless-Version names the version.
+func (s *Server) source(c echo.Context) error {
+	ns, name := c.Param("ns"), c.Param("name")
+	ctx := c.Request().Context()
+	f, err := s.cfg.Store.GetFunction(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	var v domain.Version
+	switch raw := c.QueryParam("version"); {
+	case raw != "":
+		n, err := intParam("version", raw)
+		if err != nil {
+			return err
+		}
+		if v, err = s.cfg.Store.GetVersion(ctx, ns, name, int(n)); err != nil {
+			return err
+		}
+	case f.ActiveVersion > 0:
+		if v, err = s.cfg.Store.GetVersion(ctx, ns, name, f.ActiveVersion); err != nil {
+			return err
+		}
+	default:
+		vs, err := s.cfg.Store.ListVersions(ctx, ns, name)
+		if err != nil {
+			return err
+		}
+		if len(vs) == 0 {
+			return domain.Errorf(domain.ENOTFOUND, "function %q has no code yet; upload a zip first", name)
+		}
+		v = vs[0]
+	}
+	files, err := s.cfg.Code.Source(ctx, v.ZipKey)
+	if err != nil {
+		return err
+	}
+	if files == nil {
+		files = []codestore.SourceFile{}
+	}
+	c.Response().Header().Set(headerVersion, strconv.Itoa(v.Number))
+	return c.JSON(http.StatusOK, files)
+}

@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+)
+
+// configView is the configuration snapshot of a version.
+type configView struct {
+	Runtime    string            `json:"runtime"`
+	Entrypoint string            `json:"entrypoint"`
+	MemoryMB   int               `json:"memory_mb"`
+	TimeoutSec int               `json:"timeout_sec"`
+	EnvVars    map[string]string `json:"env_vars"`
+}
+
+// versionView is one immutable version: code digest, configuration snapshot
+// and build outcome. BuildLog is set only when one version is asked for.
+type versionView struct {
+	Version     int        `json:"version"`
+	Digest      string     `json:"digest"`
+	BuildStatus string     `json:"build_status"`
+	Image       string     `json:"image"`
+	Message     string     `json:"message"`
+	Active      bool       `json:"active"`
+	Config      configView `json:"config"`
+	CreatedAt   time.Time  `json:"created_at"`
+	BuiltAt     *time.Time `json:"built_at"`
+	BuildLog    *string    `json:"build_log,omitempty"`
+}
+
+func newVersionView(v domain.Version, active int, withLog bool) versionView {
+	env := v.Config.EnvVars
+	if env == nil {
+		env = map[string]string{}
+	}
+	out := versionView{
+		Version: v.Number, Digest: v.Digest, BuildStatus: string(v.BuildStatus), Image: v.Image, Message: v.Message,
+		Active: v.Number == active,
+		Config: configView{Runtime: string(v.Config.Runtime), Entrypoint: v.Config.Entrypoint,
+			MemoryMB: v.Config.MemoryMB, TimeoutSec: v.Config.TimeoutSec, EnvVars: env},
+		CreatedAt: pgTime(v.CreatedAt), BuiltAt: optionalTime(v.BuiltAt),
+	}
+	if withLog {
+		out.BuildLog = &v.BuildLog
+	}
+	return out
+}
+
+// versionList is the answer of GET .../versions: every version newest first,
+// which one is active, and the activation history (who, when, from, to).
+type versionList struct {
+	Function      string             `json:"function"`
+	ActiveVersion int                `json:"active_version"`
+	Versions      []versionView      `json:"versions"`
+	Activations   []store.Activation `json:"activations"`
+}
+
+// rollbackRequest is the body of POST .../rollback.
+type rollbackRequest struct {
+	Version int `json:"version"`
+}
+
+func (s *Server) registerVersionRoutes(g *echo.Group) {
+	g.GET("/functions/:name/versions", s.listVersions)
+	g.GET("/functions/:name/versions/:version", s.getVersion)
+	g.POST("/functions/:name/rollback", s.rollback)
+}
+
+// listVersions serves GET /v1/namespaces/{ns}/functions/{name}/versions.
+func (s *Server) listVersions(c echo.Context) error {
+	ns, name := c.Param("ns"), c.Param("name")
+	ctx := c.Request().Context()
+	f, err := s.cfg.Store.GetFunction(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	vs, err := s.cfg.Store.ListVersions(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	as, err := s.cfg.Store.ListActivations(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	out := versionList{Function: name, ActiveVersion: f.ActiveVersion,
+		Versions: make([]versionView, len(vs)), Activations: as}
+	for i, v := range vs {
+		out.Versions[i] = newVersionView(v, f.ActiveVersion, false)
+	}
+	if out.Activations == nil {
+		out.Activations = []store.Activation{}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// getVersion serves GET /v1/namespaces/{ns}/functions/{name}/versions/{n},
+// with the build log.
+func (s *Server) getVersion(c echo.Context) error {
+	ns, name := c.Param("ns"), c.Param("name")
+	ctx := c.Request().Context()
+	n, err := intParam("version", c.Param("version"))
+	if err != nil {
+		return err
+	}
+	f, err := s.cfg.Store.GetFunction(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	v, err := s.cfg.Store.GetVersion(ctx, ns, name, int(n))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, newVersionView(v, f.ActiveVersion, true))
+}
+
+// rollback serves POST /v1/namespaces/{ns}/functions/{name}/rollback
+// {"version": n}: version n, which must have been built successfully (422
+// otherwise, 404 when unknown), becomes active again without a rebuild; a
+// rollout is queued. It answers the function (200).
+func (s *Server) rollback(c echo.Context) error {
+	var req rollbackRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Version < 1 {
+		return domain.FieldErrorf("version", "is required and must be 1 or more")
+	}
+	ns, name := c.Param("ns"), c.Param("name")
+	ctx := c.Request().Context()
+	now := s.now()
+	var f *domain.Function
+	_, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
+		f = domain.NewFunction(ns, name)
+		if err := tx.Load(ctx, domain.FunctionStream(ns, name), f); err != nil {
+			return err
+		}
+		evs, err := f.Rollback(req.Version, now)
+		if err != nil {
+			return err
+		}
+		return appendFunction(c, tx, f, evs)
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, newFunctionView(*f))
+}

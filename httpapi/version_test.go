@@ -1,0 +1,137 @@
+package httpapi_test
+
+import (
+	"testing"
+)
+
+type versionsAnswer struct {
+	Function      string `json:"function"`
+	ActiveVersion int    `json:"active_version"`
+	Versions      []struct {
+		Version     int            `json:"version"`
+		BuildStatus string         `json:"build_status"`
+		Image       string         `json:"image"`
+		Message     string         `json:"message"`
+		Active      bool           `json:"active"`
+		Config      map[string]any `json:"config"`
+		CreatedAt   string         `json:"created_at"`
+		BuiltAt     *string        `json:"built_at"`
+		BuildLog    *string        `json:"build_log"`
+	} `json:"versions"`
+	Activations []struct {
+		Version     int    `json:"version"`
+		FromVersion int    `json:"from_version"`
+		Reason      string `json:"reason"`
+		Actor       string `json:"actor"`
+		ActivatedAt string `json:"activated_at"`
+	} `json:"activations"`
+}
+
+func TestVersionsBuildsAndRollback(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	c.createFunction("fn")
+	c.upload("fn", handlerZip(t, "1")).want(202)
+	f.build(c.ns, "fn", 1, "")
+	c.upload("fn", handlerZip(t, "2")).want(202)
+	f.build(c.ns, "fn", 2, "")
+	c.upload("fn", handlerZip(t, "3")).want(202)
+	f.build(c.ns, "fn", 3, "SyntaxError: <bad> line 1")
+
+	var vs versionsAnswer
+	c.do("GET", c.p("/functions/fn/versions"), nil).want(200).decode(&vs)
+	if vs.Function != "fn" || vs.ActiveVersion != 2 || len(vs.Versions) != 3 {
+		t.Fatalf("versions %+v", vs)
+	}
+	v3, v2 := vs.Versions[0], vs.Versions[1]
+	if v3.Version != 3 || v3.BuildStatus != "Failed" || v3.Message == "" || v3.Active || v3.BuiltAt == nil {
+		t.Fatalf("version 3 %+v", v3)
+	}
+	if v2.Version != 2 || v2.BuildStatus != "Succeeded" || v2.Image != "image:v2" || !v2.Active || v2.Config["runtime"] != "python3.11" {
+		t.Fatalf("version 2 %+v", v2)
+	}
+	if v2.BuildLog != nil {
+		t.Fatal("the list carries build logs; only a single version should")
+	}
+	if len(vs.Activations) != 2 || vs.Activations[0].Version != 2 || vs.Activations[0].FromVersion != 1 || vs.Activations[0].Reason != "build" {
+		t.Fatalf("activations %+v", vs.Activations)
+	}
+	if fn := c.do("GET", c.p("/functions/fn"), nil).want(200).obj(); fn["phase"] != "Failed" || fn["active_version"] != 2.0 || fn["last_built_at"] == nil {
+		t.Fatalf("function after a failed build: %v", fn)
+	}
+
+	one := c.do("GET", c.p("/functions/fn/versions/3"), nil).want(200).obj()
+	if one["build_log"] != "build log of a failure" || one["build_status"] != "Failed" {
+		t.Fatalf("version 3 alone: %v", one)
+	}
+	c.do("GET", c.p("/functions/fn/versions/9"), nil).wantError(404, "NOT_FOUND", "")
+	c.do("GET", c.p("/functions/ghost/versions"), nil).wantError(404, "NOT_FOUND", "")
+	c.do("GET", c.p("/functions/ghost/versions/1"), nil).wantError(404, "NOT_FOUND", "")
+
+	// Rollback: to a failed version 422, to an unknown one 404.
+	rollouts := f.countJobs("rollout", c.ns, "function", "fn")
+	c.do("POST", c.p("/functions/fn/rollback"), map[string]any{"version": 3}).wantError(422, "UNPROCESSABLE", "", "Failed")
+	c.do("POST", c.p("/functions/fn/rollback"), map[string]any{"version": 42}).wantError(404, "NOT_FOUND", "", "42")
+	c.do("POST", c.p("/functions/ghost/rollback"), map[string]any{"version": 1}).wantError(404, "NOT_FOUND", "")
+
+	// To a built one: active at once, recorded with who did it, rollout queued.
+	fn := c.do("POST", c.p("/functions/fn/rollback"), map[string]any{"version": 1}).want(200).obj()
+	if fn["active_version"] != 1.0 || fn["phase"] != "Ready" {
+		t.Fatalf("after rollback: %v", fn)
+	}
+	c.do("GET", c.p("/functions/fn/versions"), nil).want(200).decode(&vs)
+	a := vs.Activations[0]
+	if vs.ActiveVersion != 1 || a.Version != 1 || a.FromVersion != 2 || a.Reason != "rollback" || a.Actor != c.sub {
+		t.Fatalf("activation %+v (active %d)", a, vs.ActiveVersion)
+	}
+	// The unique rollout job may have been pending already; at least one exists.
+	if f.countJobs("rollout", c.ns, "function", "fn") < max(rollouts, 1) {
+		t.Fatal("no rollout job after the rollback")
+	}
+	// Rolling back to the active version changes nothing.
+	c.do("POST", c.p("/functions/fn/rollback"), map[string]any{"version": 1}).want(200)
+	c.do("GET", c.p("/functions/fn/versions"), nil).want(200).decode(&vs)
+	if len(vs.Activations) != 3 {
+		t.Fatalf("a no-op rollback recorded an activation: %+v", vs.Activations)
+	}
+	// No build was queued by any rollback.
+	if n := f.countJobs("build", c.ns, "function", "fn"); n != 3 {
+		t.Fatalf("%d build jobs, want 3 (one per upload)", n)
+	}
+}
+
+func TestConfigChangeWithCodeMakesAVersion(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	c.createFunction("cfg")
+	c.upload("cfg", handlerZip(t, "1")).want(202)
+	f.build(c.ns, "cfg", 1, "")
+
+	// Memory only: a new version reusing the built image, active at once.
+	fn := c.do("PUT", c.p("/functions/cfg"), map[string]any{"memory_mb": 512}).want(200).obj()
+	if fn["memory_mb"] != 512.0 || fn["active_version"] != 2.0 {
+		t.Fatalf("after PUT: %v", fn)
+	}
+	var vs versionsAnswer
+	c.do("GET", c.p("/functions/cfg/versions"), nil).want(200).decode(&vs)
+	if len(vs.Versions) != 2 || vs.Versions[0].BuildStatus != "Succeeded" || vs.Versions[0].Image != "image:v1" ||
+		vs.Versions[0].Config["memory_mb"] != 512.0 {
+		t.Fatalf("versions after a config change: %+v", vs.Versions)
+	}
+	if n := f.countJobs("build", c.ns, "function", "cfg"); n != 1 {
+		t.Fatalf("%d builds, want 1: the image is reused", n)
+	}
+	// The same config again: nothing new.
+	c.do("PUT", c.p("/functions/cfg"), map[string]any{"memory_mb": 512}).want(200)
+	c.do("GET", c.p("/functions/cfg/versions"), nil).want(200).decode(&vs)
+	if len(vs.Versions) != 2 {
+		t.Fatalf("an unchanged config made a version: %+v", vs.Versions)
+	}
+	// A new entrypoint needs a build.
+	c.do("PUT", c.p("/functions/cfg"), map[string]any{"entrypoint": "handler.other"}).want(200)
+	if n := f.countJobs("build", c.ns, "function", "cfg", "version", "3"); n != 1 {
+		t.Fatal("no build queued for the entrypoint change")
+	}
+}
