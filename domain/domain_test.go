@@ -303,6 +303,22 @@ func TestFunctionUpdateIdentical(t *testing.T) {
 	requireCode(t, err, EINVALID)
 }
 
+func TestFunctionRuntimeChangeWaitsForUpload(t *testing.T) {
+	t.Parallel()
+	f := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	evs, _, _ := f.Upload(Code{Digest: "sha256:py"}, t0)
+	fold(f, evs)
+	evs = must(t)(f.UpdateConfig(FunctionSpec{Runtime: "nodejs20"}, t0))
+	if types(evs) != EventFunctionConfigUpdated {
+		t.Fatalf("runtime change = %s, want only the config (python code cannot run on nodejs20)", types(evs))
+	}
+	fold(f, evs)
+	evs, n, _ := f.Upload(Code{Digest: "sha256:py"}, t0)
+	if n != 2 || types(evs) != EventVersionCreated {
+		t.Fatalf("upload after runtime change = %s v%d, want a new version", types(evs), n)
+	}
+}
+
 func TestFunctionCreateBadName(t *testing.T) {
 	t.Parallel()
 	_, err := NewFunction("sless-0123456789abcdef", "Bad_Name").Create(FunctionSpec{Runtime: "python3.11"}, t0)

@@ -212,8 +212,11 @@ func (f *Function) Create(spec FunctionSpec, now time.Time) ([]Event, error) {
 }
 
 // UpdateConfig returns the events of a configuration change: the new config and,
-// when code exists, a new version that reuses the latest code. Identical
-// configuration yields no events. Returns ENOTFOUND or EINVALID.
+// when code for the same runtime exists, a new version that reuses the latest
+// code. A runtime change creates no version: the stored code (and its build
+// context) is for the old runtime, so the next upload makes the version while
+// the active one keeps running. Identical configuration yields no events.
+// Returns ENOTFOUND or EINVALID.
 func (f *Function) UpdateConfig(spec FunctionSpec, now time.Time) ([]Event, error) {
 	if err := f.mustExist(); err != nil {
 		return nil, err
@@ -226,7 +229,7 @@ func (f *Function) UpdateConfig(spec FunctionSpec, now time.Time) ([]Event, erro
 		return nil, nil
 	}
 	evs := []Event{FunctionConfigUpdated{Config: cfg, At: now}}
-	if latest, ok := f.Latest(); ok {
+	if latest, ok := f.Latest(); ok && latest.Config.Runtime == cfg.Runtime {
 		evs = append(evs, f.newVersion(latest.Digest, latest.ZipKey, latest.ContextKey, cfg, now)...)
 	}
 	return evs, nil

@@ -1,7 +1,86 @@
 // Package localdriver is the embedded default driver of `sless dev` and the
-// tests: it builds versions into a work directory and runs functions as
-// supervised local processes (HTTP servers on loopback ports, one-shot job
-// runs). It implements the workers.Driver port.
+// tests: it builds versions into a data directory and runs functions as
+// supervised processes on this machine (HTTP servers on loopback ports,
+// one-shot job runs). It implements the workers.Driver port and passes the
+// workers/drivertest conformance suite. It has no Scheduler: the workers'
+// leader-only cron enqueuer fires cron slots through Run.
 //
-// It may import domain and runtimes.
+// It may import domain, runtimes and workers (for the port's types).
+//
+// # Builds
+//
+// Build unpacks a version's zip into Dir/builds/<ns>/<fn>/v<N>.tmp-*/function/,
+// installs the runtime wrapper and builds (runtimes.Build: go build with the
+// machine's shared GOCACHE, npm install --omit=dev when package.json has
+// dependencies, nothing for Python), then renames the directory to v<N> with
+// a sless-build.json manifest. Only finished builds have a manifest, so a
+// build killed half-way leaves nothing that is used, and building a built
+// version again (River delivers at least once) returns the stored result. The
+// image is "local:<ns>/<fn>/v<N>"; a later version that reuses a build (a
+// configuration change) runs from that directory with its own configuration.
+// A requirements.txt that lists packages fails the build: local mode has no
+// package index.
+//
+// # HTTP functions
+//
+// Deploy runs one process per function (whatever Replicas > 0 says) in the
+// runtime's server mode on a free 127.0.0.1 port and returns its URL once
+// /_sless/health answers 200 (cold start: ~75 ms Python, ~65 ms Node.js,
+// ~4 ms Go; see BenchmarkColdStart). The lifecycle of one such instance:
+//
+//	starting ──healthy──► running ──exit──► backoff ──restart──► running
+//	   │                    │                  │
+//	   │ exit/timeout       │ stop             │ N exits within the window
+//	   ▼                    ▼                  ▼
+//	Deploy fails         stopped           crash-looped: OnFailure(ns, fn);
+//	(EUNPROCESSABLE,                       Deploy of this version fails
+//	 its stderr)                           (EUNPROCESSABLE, last stderr lines)
+//
+// Restarts reuse the port, after 250 ms doubling up to 30 s; 5 exits within
+// 2 minutes are a crash loop. A crash-looped version stays refused until the
+// function is scaled to zero or another version is deployed.
+//
+// Switching versions: the new version starts next to the old one; when it is
+// healthy Deploy returns its endpoint and the old process keeps running for
+// Options.Drain (10 s by default) before it is stopped, so requests the proxy
+// sent to the old endpoint, and those it sends until it learns the new one,
+// still finish. If the new version fails to start, the old one keeps serving.
+//
+// Stopping (Replicas 0, Remove, Close, end of a drain) sends SIGTERM to the
+// process group and SIGKILL after Options.StopGrace (5 s).
+//
+// # No orphans
+//
+// Every function process leads its own process group: stopping it, and its
+// own exit, kill everything it started. On Linux each process also gets
+// Pdeathsig SIGKILL, so the functions die with the driver's process even when
+// it is killed without Close. (A function that leaves its group with setsid
+// escapes both.)
+//
+// # Limits
+//
+// timeout_sec is enforced on jobs: the wrapper exits 124 at the deadline, and
+// if the process is still there 2 s later its group is killed (a Node.js
+// busy loop), reported as ExitCode 124 and TimedOut. HTTP request timeouts are
+// the proxy's.
+//
+// memory_mb is enforced on Linux with RLIMIT_DATA (prlimit on the started
+// process) of memory_mb + 256 MiB: the private writable memory the process
+// may map (heap, anonymous mappings, thread stacks). RLIMIT_AS would not do:
+// Go reserves over 1 GiB of address space and V8 more, without using it. The
+// 256 MiB allowance covers what the runtimes map for themselves (Go ~70 MiB,
+// Node.js ~50 MiB, Python ~20 MiB plus 8 MiB per request thread), so the
+// limit stops runaway allocations rather than metering memory_mb exactly; an
+// allocation over it fails (Python MemoryError, Go fatal error, Node.js
+// RangeError). Node.js also gets --max-old-space-size=memory_mb (its JS heap
+// exactly), Go GOMEMLIMIT=memory_mb MiB (a soft target for its collector)
+// unless the function sets it. Elsewhere than Linux memory_mb is not
+// enforced. Resident memory is not limited: that would need a cgroup.
+//
+// # Output
+//
+// A job's stdout and stderr are returned, the last MaxOutput (1 MiB) bytes of
+// each. What a server process prints outside of requests is logged line by
+// line (message "function output") and the last 64 KiB of its stderr is kept
+// for the messages of failed starts and crash loops.
 package localdriver

@@ -4,7 +4,29 @@
 // the small Driver port those workers need (implemented by k8sdriver and
 // localdriver, checked by one conformance suite).
 //
-// It may import domain, store and River. Workers are idempotent: River
-// delivers at least once, so each worker finds its outcome event already
-// appended and does nothing twice.
+// It may import domain, store (and store/codestore for the code keys of a
+// function) and River. Workers are idempotent: River delivers at least once,
+// so each worker finds its outcome event already appended and does nothing
+// twice.
+//
+// Every worker follows one shape: decide on the events (domain commands say
+// "nothing" when the outcome is recorded), call the driver outside any
+// transaction, then append the outcome, insert the follow-up jobs the outbox
+// selectors pick and complete the River job in one transaction (store.Execute
+// plus river.JobCompleteTx). A stop or crash mid-call leaves the job to be
+// worked again; a rerun after the outcome committed completes at once.
+//
+//	build     (queue builds)   NeedsBuild? → BuildStarted → Driver.Build → BuildSucceeded (+VersionActivated → rollout) | BuildFailed
+//	rollout   (queue rollouts) desired state → Driver.Deploy → RolloutCompleted | RolloutFailed, http triggers' active, cron triggers' schedule jobs
+//	schedule  (queue rollouts) Scheduler.ApplySchedule | RemoveSchedule (if the driver has one) → the cron trigger's active
+//	run_job   (queue runs)     current run? → JobStarted → Driver.Run → JobSucceeded | JobFailed
+//	cleanup   (queue rollouts) Driver.Remove, delete the function's stored code
+//	cron_tick (queue default)  leader-only, every CronInterval: a cron_run per due slot (see cron.go)
+//	cron_run  (queue runs)     Driver.Run of one slot; the outcome is logged
+//
+// Rollouts and schedules are level-triggered and unique while unfinished: a
+// change during a running one is skipped as a duplicate, so they complete the
+// job first in their outcome transaction and re-read the desired state after
+// it, converging again when it changed (rollout.go explains why that order
+// closes the race).
 package workers
