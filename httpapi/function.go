@@ -232,7 +232,7 @@ func (s *Server) deleteFunction(c echo.Context) error {
 		if err := appendFunction(c, tx, f, evs); err != nil {
 			return err
 		}
-		triggers, err := s.cfg.Store.ListTriggers(ctx, ns, name)
+		triggers, err := tx.ListTriggers(ctx, ns, name)
 		if err != nil {
 			return err
 		}

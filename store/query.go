@@ -227,3 +227,14 @@ func notFound(err error, what, name string) error {
 	}
 	return dbError("get "+what, err)
 }
+
+// ListTriggers is Store.ListTriggers inside the command's transaction, so a
+// command reads what it is about to change on its own connection.
+//
+// Errors: EUNAVAILABLE, EINTERNAL.
+func (t *Tx) ListTriggers(ctx context.Context, ns, function string) ([]domain.Trigger, error) {
+	rows, _ := t.Query(ctx, `SELECT `+triggerColumns+` FROM triggers
+		WHERE namespace = $1 AND ($2 = '' OR function = $2) ORDER BY name`, ns, function)
+	ts, err := pgx.CollectRows(rows, scanTrigger)
+	return ts, dbError("list triggers", err)
+}
