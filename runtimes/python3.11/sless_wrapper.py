@@ -284,6 +284,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client that drops a keep-alive connection (health probes, the
+        # proxy closing idle connections) is not an error worth a traceback.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
     request_queue_size = 128
 
     def server_bind(self):
