@@ -1,0 +1,192 @@
+package localdriver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/runtimes"
+	"github.com/slessio/sless/workers"
+)
+
+// manifestFile marks a finished build in its version directory: a build
+// directory without it is not used.
+const manifestFile = "sless-build.json"
+
+// manifest records what a build directory holds, so that building the same
+// version again returns the same result without work.
+type manifest struct {
+	Runtime    string    `json:"runtime"`
+	Entrypoint string    `json:"entrypoint"`
+	Digest     string    `json:"digest"`
+	Log        string    `json:"log"`
+	BuiltAt    time.Time `json:"built_at"`
+}
+
+func readManifest(dir string) (manifest, error) {
+	var m manifest
+	data, err := os.ReadFile(filepath.Join(dir, manifestFile))
+	if err != nil {
+		return m, err
+	}
+	return m, json.Unmarshal(data, &m)
+}
+
+// maxZipBytes bounds the download of a stored zip: uploads are capped at
+// 32 MiB, so anything larger is not one of ours.
+const maxZipBytes = 64 << 20
+
+// Build unpacks the version's zip into a fresh directory, installs the
+// runtime wrapper and builds it (Go: go build with the machine's shared build
+// cache; Node.js: npm install --omit=dev when package.json has dependencies;
+// Python: nothing, and a requirements.txt fails the build because local mode
+// has no package index). The directory becomes Dir/builds/<ns>/<fn>/v<N>
+// only when the build succeeded, so building a built version again returns
+// the same Image and Log at once. Failures of the user's code are a result
+// with Failed set; errors are EINVALID (bad names), EUNAVAILABLE (code store,
+// tools, ctx, shutdown) or EINTERNAL (disk).
+func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
+	k, err := checkKey(b.Namespace, b.Function)
+	if err != nil {
+		return workers.BuildResult{}, err
+	}
+	if b.Version <= 0 {
+		return workers.BuildResult{}, domain.Errorf(domain.EINVALID, "build %s: version must be positive, got %d", k, b.Version)
+	}
+	if _, err := d.function(k); err != nil { // refuses after Close
+		return workers.BuildResult{}, err
+	}
+	dir := d.versionDir(k, b.Version)
+	defer d.lockBuild(dir)()
+	image := imageName(k, b.Version)
+
+	if m, err := readManifest(dir); err == nil && m.Digest == b.Digest && m.Runtime == string(b.Config.Runtime) && m.Entrypoint == b.Config.Entrypoint {
+		return workers.BuildResult{Image: image, Log: m.Log}, nil
+	}
+	rt, err := runtimes.Lookup(string(b.Config.Runtime))
+	if err != nil {
+		return failed("", domain.ErrorMessage(err)), nil
+	}
+	zipData, err := fetch(ctx, b.Code, b.ZipKey)
+	if err != nil {
+		return workers.BuildResult{}, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return workers.BuildResult{}, fmt.Errorf("create %s: %w", filepath.Dir(dir), err)
+	}
+	// A crash in an earlier attempt may have left a partial directory behind.
+	stale, _ := filepath.Glob(dir + ".tmp-*")
+	for _, s := range stale {
+		_ = os.RemoveAll(s)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return workers.BuildResult{}, fmt.Errorf("create build directory: %w", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+
+	if err := unzip(zipData, filepath.Join(tmp, runtimes.FunctionDir)); err != nil {
+		if domain.ErrorCode(err) == domain.EINVALID {
+			return failed("", domain.ErrorMessage(err)), nil
+		}
+		return workers.BuildResult{}, err
+	}
+	if rt.Name() == string(domain.RuntimePython311) {
+		if msg := requirementsUnsupported(filepath.Join(tmp, runtimes.FunctionDir)); msg != "" {
+			return failed("", msg), nil
+		}
+	}
+	if err := rt.Install(tmp, b.Config.Entrypoint); err != nil {
+		if code := domain.ErrorCode(err); code == domain.EINVALID || code == domain.EUNPROCESSABLE {
+			return failed("", domain.ErrorMessage(err)), nil
+		}
+		return workers.BuildResult{}, fmt.Errorf("install %s runtime: %w", rt.Name(), err)
+	}
+	start := time.Now()
+	log, err := rt.Build(ctx, tmp)
+	if err != nil {
+		if domain.ErrorCode(err) == domain.EUNPROCESSABLE {
+			return failed(log, domain.ErrorMessage(err)), nil
+		}
+		return workers.BuildResult{}, err
+	}
+	d.opts.Logger.Info("localdriver: built", "function", k.String(), "version", b.Version,
+		"runtime", rt.Name(), "duration", time.Since(start).Round(time.Millisecond))
+
+	m := manifest{Runtime: rt.Name(), Entrypoint: b.Config.Entrypoint, Digest: b.Digest, Log: log, BuiltAt: time.Now().UTC()}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return workers.BuildResult{}, fmt.Errorf("encode build manifest: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, manifestFile), data, 0o644); err != nil {
+		return workers.BuildResult{}, fmt.Errorf("write build manifest: %w", err)
+	}
+	// An older directory for this version (other code under a reused
+	// function name) is replaced.
+	if err := os.RemoveAll(dir); err != nil {
+		return workers.BuildResult{}, fmt.Errorf("remove old build: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return workers.BuildResult{}, fmt.Errorf("move build into place: %w", err)
+	}
+	return workers.BuildResult{Image: image, Log: log}, nil
+}
+
+func failed(log, message string) workers.BuildResult {
+	if log == "" {
+		log = message
+	}
+	return workers.BuildResult{Failed: true, Message: message, Log: log}
+}
+
+// fetch reads a stored zip; a missing object or an unreachable store is
+// EUNAVAILABLE (the worker retries), as is a nil fetcher.
+func fetch(ctx context.Context, code workers.CodeFetcher, key string) ([]byte, error) {
+	if code == nil {
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "build: no code store to read %s from", key)
+	}
+	rc, err := code.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("fetch code %s: %w", key, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxZipBytes+1))
+	if err != nil {
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "fetch code %s: %v", key, err)
+	}
+	if len(data) > maxZipBytes {
+		return nil, domain.Errorf(domain.ETOOLARGE, "code %s is larger than %d MiB", key, maxZipBytes>>20)
+	}
+	return data, nil
+}
+
+// requirementsUnsupported returns the build failure for a Python function
+// that lists packages in requirements.txt, "" when it lists none.
+func requirementsUnsupported(fnDir string) string {
+	data, err := os.ReadFile(filepath.Join(fnDir, "requirements.txt"))
+	if err != nil {
+		return ""
+	}
+	var reqs []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		if line = strings.TrimSpace(line); line != "" {
+			reqs = append(reqs, line)
+		}
+	}
+	if len(reqs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("requirements.txt is not supported in local mode: sless dev runs Python functions "+
+		"with the standard library only and installs no packages (requirements.txt lists %s). "+
+		"Copy pure-Python dependencies into the zip next to your code, or deploy to a cluster.", strings.Join(reqs, ", "))
+}

@@ -1,0 +1,281 @@
+package localdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/workers"
+)
+
+var _ workers.Driver = (*Driver)(nil)
+
+// Defaults of Options.
+const (
+	DefaultDrain             = 10 * time.Second
+	DefaultStopGrace         = 5 * time.Second
+	DefaultStartTimeout      = time.Minute
+	DefaultRestartBackoff    = 250 * time.Millisecond
+	DefaultMaxRestartBackoff = 30 * time.Second
+	DefaultCrashLoopRestarts = 5
+	DefaultCrashLoopWindow   = 2 * time.Minute
+)
+
+// Options configures a Driver. Zero durations and counts take the defaults above.
+type Options struct {
+	// Dir is the data directory; builds go to Dir/builds/<ns>/<fn>/v<N>/. Required.
+	Dir string
+	// OnFailure is called with a function's namespace and name when its
+	// running version crash-loops after a successful Deploy, so that the
+	// caller can roll it out again (the next Deploy of that version then
+	// returns EUNPROCESSABLE). It is called from the goroutine that
+	// supervised the process and must not block for long. May be nil.
+	OnFailure func(namespace, function string)
+	// Logger receives lifecycle events and the output a function process
+	// prints outside of requests; nil means slog.Default().
+	Logger *slog.Logger
+
+	// Drain is how long the previous version keeps running after Deploy
+	// switched a function to a new one, so that requests the proxy already
+	// sent it can finish and the proxy can learn the new endpoint (10 s).
+	Drain time.Duration
+	// StopGrace is the time between SIGTERM and SIGKILL when a process is
+	// stopped (5 s).
+	StopGrace time.Duration
+	// StartTimeout bounds how long Deploy waits for /_sless/health (1 min).
+	StartTimeout time.Duration
+	// RestartBackoff is the delay before the first restart after a crash; it
+	// doubles with each further crash up to MaxRestartBackoff (250 ms, 30 s).
+	RestartBackoff    time.Duration
+	MaxRestartBackoff time.Duration
+	// CrashLoopRestarts crashes within CrashLoopWindow make a crash loop: the
+	// process is not restarted again and OnFailure is called (5 in 2 min).
+	CrashLoopRestarts int
+	CrashLoopWindow   time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	dur := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	dur(&o.Drain, DefaultDrain)
+	dur(&o.StopGrace, DefaultStopGrace)
+	dur(&o.StartTimeout, DefaultStartTimeout)
+	dur(&o.RestartBackoff, DefaultRestartBackoff)
+	dur(&o.MaxRestartBackoff, DefaultMaxRestartBackoff)
+	dur(&o.CrashLoopWindow, DefaultCrashLoopWindow)
+	if o.CrashLoopRestarts <= 0 {
+		o.CrashLoopRestarts = DefaultCrashLoopRestarts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Driver builds and runs functions as processes on this machine. It is safe
+// for concurrent use; calls about one function are serialized.
+type Driver struct {
+	opts   Options
+	builds string // Dir/builds
+
+	closing chan struct{} // closed by Close: waits for health end at once
+
+	mu        sync.Mutex
+	closed    bool
+	functions map[fnKey]*function
+	jobs      map[*job]struct{}
+	buildLock map[string]*sync.Mutex // per build directory
+}
+
+// fnKey names a function across namespaces.
+type fnKey struct{ ns, fn string }
+
+func (k fnKey) String() string { return k.ns + "/" + k.fn }
+
+// New returns a Driver keeping its builds under opts.Dir, which it creates.
+// It returns EINVALID without a Dir and EUNAVAILABLE when Dir cannot be made.
+func New(opts Options) (*Driver, error) {
+	if opts.Dir == "" {
+		return nil, domain.Errorf(domain.EINVALID, "localdriver: Options.Dir is required")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, domain.Errorf(domain.EINVALID, "localdriver: data dir %q: %v", opts.Dir, err)
+	}
+	opts.Dir = dir
+	builds := filepath.Join(dir, "builds")
+	if err := os.MkdirAll(builds, 0o755); err != nil {
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "localdriver: create %s: %v", builds, err)
+	}
+	ensureGoCache(dir)
+	return &Driver{
+		opts:      opts.withDefaults(),
+		builds:    builds,
+		closing:   make(chan struct{}),
+		functions: map[fnKey]*function{},
+		jobs:      map[*job]struct{}{},
+		buildLock: map[string]*sync.Mutex{},
+	}, nil
+}
+
+// ensureGoCache gives go build a cache when the environment names none (a
+// service without HOME): go would refuse to build and the failure would read
+// as the user's. Otherwise builds share the machine's default cache.
+func ensureGoCache(dir string) {
+	if os.Getenv("GOCACHE") != "" || os.Getenv("HOME") != "" || os.Getenv("XDG_CACHE_HOME") != "" {
+		return
+	}
+	_ = os.Setenv("GOCACHE", filepath.Join(dir, "go-build-cache"))
+}
+
+// Close stops every function process (SIGTERM to its process group, SIGKILL
+// after StopGrace) and kills running jobs, then refuses further calls with
+// EUNAVAILABLE. When ctx ends first, everything is killed at once and ctx's
+// error is returned.
+func (d *Driver) Close(ctx context.Context) error {
+	d.mu.Lock()
+	if !d.closed {
+		close(d.closing)
+	}
+	d.closed = true
+	fns := make([]*function, 0, len(d.functions))
+	for _, f := range d.functions {
+		fns = append(fns, f)
+	}
+	d.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, j := range d.runningJobs(fnKey{}) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j.kill(errClosed)
+		}()
+	}
+	for _, f := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.stopAll(ctx)
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		<-done // stopAll escalates to SIGKILL when ctx ends, so this is short
+		return ctx.Err()
+	}
+}
+
+// runningJobs returns the running jobs of k, or all of them for the zero key.
+func (d *Driver) runningJobs(k fnKey) []*job {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var jobs []*job
+	for j := range d.jobs {
+		if k == (fnKey{}) || j.key == k {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs
+}
+
+var errClosed = domain.Errorf(domain.EUNAVAILABLE, "the local driver is shut down")
+
+// function returns the state of a function, creating it; EUNAVAILABLE after Close.
+func (d *Driver) function(k fnKey) (*function, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, errClosed
+	}
+	f := d.functions[k]
+	if f == nil {
+		f = &function{key: k, d: d}
+		d.functions[k] = f
+	}
+	return f, nil
+}
+
+// lockBuild serializes builds of one directory and returns the unlock.
+func (d *Driver) lockBuild(dir string) func() {
+	d.mu.Lock()
+	m := d.buildLock[dir]
+	if m == nil {
+		m = &sync.Mutex{}
+		d.buildLock[dir] = m
+	}
+	d.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// functionDir is Dir/builds/<ns>/<fn>.
+func (d *Driver) functionDir(k fnKey) string { return filepath.Join(d.builds, k.ns, k.fn) }
+
+// versionDir is the build directory of a version.
+func (d *Driver) versionDir(k fnKey, version int) string {
+	return filepath.Join(d.functionDir(k), "v"+strconv.Itoa(version))
+}
+
+// imagePrefix starts every image name this driver hands out.
+const imagePrefix = "local:"
+
+// imageName names the build of version of a function: "local:<ns>/<fn>/v<N>".
+func imageName(k fnKey, version int) string {
+	return imagePrefix + k.ns + "/" + k.fn + "/v" + strconv.Itoa(version)
+}
+
+// checkKey validates a namespace and function name, which become path
+// elements; EINVALID when they are not DNS labels.
+func checkKey(ns, fn string) (fnKey, error) {
+	if err := domain.ValidateNamespace(ns); err != nil {
+		return fnKey{}, err
+	}
+	if err := domain.ValidateName("function", fn); err != nil {
+		return fnKey{}, err
+	}
+	return fnKey{ns, fn}, nil
+}
+
+// buildDir resolves the image of a workload to its build directory. The image
+// may be an older version's build (a configuration change reuses it) but must
+// belong to the same function; EINVALID otherwise, EUNPROCESSABLE when the
+// build is not on disk.
+func (d *Driver) buildDir(w workers.Workload) (fnKey, string, error) {
+	k, err := checkKey(w.Namespace, w.Function)
+	if err != nil {
+		return fnKey{}, "", err
+	}
+	image := w.Image
+	if image == "" {
+		image = imageName(k, w.Version)
+	}
+	rest, ok := strings.CutPrefix(image, imagePrefix+k.ns+"/"+k.fn+"/v")
+	n, err := strconv.Atoi(rest)
+	if !ok || err != nil || n <= 0 || strconv.Itoa(n) != rest {
+		return fnKey{}, "", domain.Errorf(domain.EINVALID, "image %q is not a local build of %s", image, k)
+	}
+	dir := d.versionDir(k, n)
+	if _, err := readManifest(dir); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fnKey{}, "", domain.Errorf(domain.EUNPROCESSABLE, "build %s is not in %s: build the version again", image, d.builds)
+		}
+		return fnKey{}, "", fmt.Errorf("read build %s: %w", image, err)
+	}
+	return k, dir, nil
+}

@@ -1,0 +1,401 @@
+package localdriver_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/localdriver"
+	"github.com/slessio/sless/workers"
+)
+
+const ns = "sless-0123456789abcdef"
+
+func TestBuildLayoutAndReuse(t *testing.T) {
+	t.Parallel()
+	e := setup(t, localdriver.Options{})
+	w := e.mustBuild(t, ns, "hello", 3, pyConfig(nil), pyHello)
+	if w.Image != "local:"+ns+"/hello/v3" {
+		t.Fatalf("image = %q", w.Image)
+	}
+	vdir := filepath.Join(e.dir, "builds", ns, "hello", "v3")
+	for _, f := range []string{"function/handler.py", "sless_wrapper.py", "sless-build.json"} {
+		if _, err := os.Stat(filepath.Join(vdir, f)); err != nil {
+			t.Errorf("build lacks %s: %v", f, err)
+		}
+	}
+	// A partial directory from an interrupted build is cleaned up; the
+	// finished build is reused as it is.
+	stale := vdir + ".tmp-123"
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(vdir, "function", "marker")
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w2 := e.mustBuild(t, ns, "hello", 3, pyConfig(nil), pyHello)
+	if w2.Image != w.Image {
+		t.Fatalf("rebuild image = %q, want %q", w2.Image, w.Image)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("rebuilding a built version did work again: %v", err)
+	}
+	// Other code under the same version number (a function deleted and
+	// created again without cleanup) is built afresh.
+	other := map[string]string{"handler.py": "def handle(event):\n    return 'other'\n"}
+	e.mustBuild(t, ns, "hello", 3, pyConfig(nil), other)
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("a build of other code reused the old directory: %v", err)
+	}
+	if m, _ := filepath.Glob(vdir + ".tmp-*"); len(m) > 0 {
+		t.Fatalf("temporary build directories left: %v", m)
+	}
+}
+
+func TestBuildPythonRequirements(t *testing.T) {
+	t.Parallel()
+	e := setup(t, localdriver.Options{})
+	files := map[string]string{"handler.py": pyHello["handler.py"], "requirements.txt": "# web\nrequests==2.31.0\n"}
+	_, res := e.build(t, ns, "reqs", 1, pyConfig(nil), files)
+	if !res.Failed || !strings.Contains(res.Message, "not supported in local mode") || !strings.Contains(res.Message, "requests==2.31.0") {
+		t.Fatalf("build with requirements.txt = %+v", res)
+	}
+	// A requirements.txt that lists nothing is fine.
+	files["requirements.txt"] = "# nothing yet\n\n"
+	if _, res := e.build(t, ns, "reqs", 2, pyConfig(nil), files); res.Failed {
+		t.Fatalf("build with an empty requirements.txt failed: %s", res.Message)
+	}
+}
+
+func TestBuildRefusesEscapingPaths(t *testing.T) {
+	t.Parallel()
+	e := setup(t, localdriver.Options{})
+	for i, name := range []string{"../escaped.py", "/abs/escaped.py", `..\escaped.py`} {
+		zipData := zipFiles(t, map[string]string{"handler.py": pyHello["handler.py"], name: "x"})
+		obj := e.put(t, ns, "hostile", zipData)
+		res, err := e.d.Build(context.Background(), workers.BuildSpec{Namespace: ns, Function: "hostile", Version: i + 1,
+			Digest: obj.Digest + name, ZipKey: obj.ZipKey, Config: pyConfig(nil), Code: e.store})
+		if err != nil || !res.Failed || !strings.Contains(res.Message, "zip entry") {
+			t.Errorf("build of a zip with %q = %+v, %v; want a failed build", name, res, err)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(e.dir, "builds", "*", "escaped.py")); len(m) > 0 {
+		t.Fatalf("a zip wrote outside its directory: %v", m)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "builds", ns, "escaped.py")); err == nil {
+		t.Fatal("a zip wrote outside its directory")
+	}
+}
+
+// TestDeployReusedImage runs version 2 from version 1's build, as the domain
+// does for a configuration change, with version 2's variables.
+func TestDeployReusedImage(t *testing.T) {
+	t.Parallel()
+	e := setup(t, localdriver.Options{})
+	w1 := e.mustBuild(t, ns, "reuse", 1, pyConfig(map[string]string{"GREETING": "one"}), pyHello)
+	w2 := w1
+	w2.Version, w2.Config = 2, pyConfig(map[string]string{"GREETING": "two"})
+	if h := mustHello(t, e.mustDeploy(t, w2)); h.Greeting != "two" {
+		t.Fatalf("v2 on v1's build answers %+v", h)
+	}
+	res := e.run(t, w2, "{}")
+	if !strings.Contains(res.Stdout, `"two"`) {
+		t.Fatalf("job of v2 = %+v", res)
+	}
+}
+
+func TestDeployErrors(t *testing.T) {
+	t.Parallel()
+	e := setup(t, localdriver.Options{})
+	w := e.mustBuild(t, ns, "errs", 1, pyConfig(nil), pyHello)
+	cases := []struct {
+		name string
+		w    workers.Workload
+		code string
+	}{
+		{"image of another function", workers.Workload{Namespace: ns, Function: "other", Version: 1, Image: w.Image, Config: w.Config}, domain.EINVALID},
+		{"foreign image", workers.Workload{Namespace: ns, Function: "errs", Version: 1, Image: "docker.io/library/python:3.11", Config: w.Config}, domain.EINVALID},
+		{"version not built", workers.Workload{Namespace: ns, Function: "errs", Version: 2, Config: w.Config}, domain.EUNPROCESSABLE},
+		{"bad namespace", workers.Workload{Namespace: "../etc", Function: "errs", Version: 1, Config: w.Config}, domain.EINVALID},
+	}
+	for _, c := range cases {
+		if _, err := e.d.Deploy(context.Background(), workers.Deployment{Workload: c.w, Replicas: 1}); domain.ErrorCode(err) != c.code {
+			t.Errorf("Deploy with %s = %v, want %s", c.name, err, c.code)
+		}
+		if _, err := e.d.Run(context.Background(), workers.RunSpec{Workload: c.w}); domain.ErrorCode(err) != c.code {
+			t.Errorf("Run with %s = %v, want %s", c.name, err, c.code)
+		}
+	}
+}
+
+// TestSwitchStopsOldVersion checks what the suite cannot for every driver:
+// the old process keeps answering during the drain, then stops.
+func TestSwitchStopsOldVersion(t *testing.T) {
+	t.Parallel()
+	e := setup(t, localdriver.Options{Drain: 2 * time.Second})
+	w1 := e.mustBuild(t, ns, "switch", 1, pyConfig(nil), pyHello)
+	w2 := e.mustBuild(t, ns, "switch", 2, pyConfig(map[string]string{"GREETING": "v2"}), pyHello)
+	old := e.mustDeploy(t, w1)
+	oldPID := mustHello(t, old).PID
+	switched := time.Now()
+	next := e.mustDeploy(t, w2)
+	if next == old {
+		t.Fatal("the new version got the old endpoint")
+	}
+	if h := mustHello(t, old); h.PID != oldPID {
+		t.Fatalf("old endpoint answered from pid %d, want %d", h.PID, oldPID)
+	}
+	for {
+		if _, err := getHello(old); err != nil {
+			break // refused, or reset by the exiting process
+		}
+		if time.Since(switched) > 10*time.Second {
+			t.Fatal("the old version still answers 10 s after the switch")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if took := time.Since(switched); took < 2*time.Second {
+		t.Fatalf("the old version stopped %s after the switch, before the drain time", took)
+	}
+	waitGone(t, oldPID)
+	if _, err := getHello(old); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("old endpoint after drain: %v, want connection refused", err)
+	}
+	if h := mustHello(t, next); h.Greeting != "v2" {
+		t.Fatalf("new endpoint answers %+v", h)
+	}
+}
+
+// waitGone waits until process pid is reaped: a closed port can precede that.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still exists", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestScaleToZeroRefusesConnections(t *testing.T) {
+	t.Parallel()
+	e := setup(t, localdriver.Options{})
+	w := e.mustBuild(t, ns, "zero", 1, pyConfig(nil), pyHello)
+	ep := e.mustDeploy(t, w)
+	pid := mustHello(t, ep).PID
+	if got, err := e.d.Deploy(context.Background(), workers.Deployment{Workload: w}); got != "" || err != nil {
+		t.Fatalf("Replicas 0 = %q, %v", got, err)
+	}
+	// Deploy returns once the process is gone: no polling needed.
+	if _, err := getHello(ep); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("after scale to zero: %v, want connection refused", err)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("process %d after scale to zero: %v", pid, err)
+	}
+	if left := processesUnder(e.dir); len(left) > 0 {
+		t.Fatalf("processes after scale to zero: %v", left)
+	}
+}
+
+// TestCrashLoopClearedByScaleToZero: a crash-looped version is refused until
+// the function is scaled to zero; then it is tried again.
+func TestCrashLoopClearedByScaleToZero(t *testing.T) {
+	t.Parallel()
+	d, dir, failures := newDriver(t, localdriver.Options{CrashLoopRestarts: 3})
+	e := env{d: d, dir: dir, store: newCodeStore(t)}
+	files := map[string]string{"handler.py": `import os, sys, threading
+def _die():
+    sys.__stderr__.write("bye\n"); sys.__stderr__.flush(); os._exit(7)
+threading.Timer(0.3, _die).start()
+def handle(event):
+    return {}
+`}
+	w := e.mustBuild(t, ns, "loop", 1, pyConfig(nil), files)
+	e.mustDeploy(t, w)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := failures.Wait(ctx, ns, "loop"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 1})
+	if msg := domain.ErrorMessage(err); domain.ErrorCode(err) != domain.EUNPROCESSABLE || !strings.Contains(msg, "exit status 7") || !strings.Contains(msg, "bye") {
+		t.Fatalf("Deploy after crash loop = %v", err)
+	}
+	if n := failures.Count(ns, "loop"); n != 1 {
+		t.Fatalf("OnFailure called %d times, want 1", n)
+	}
+	if _, err := d.Deploy(context.Background(), workers.Deployment{Workload: w}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 1}); err != nil {
+		t.Fatalf("Deploy after scale to zero = %v, want a fresh start", err)
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	t.Parallel()
+	e := setup(t, localdriver.Options{})
+	t.Run("python", func(t *testing.T) {
+		t.Parallel()
+		cfg := pyConfig(nil)
+		cfg.MemoryMB = 64
+		w := e.mustBuild(t, ns, "mem-py", 1, cfg, map[string]string{"handler.py": `
+def handle(event):
+    data = bytearray(event["mb"] << 20)
+    return len(data) >> 20
+`})
+		if res := e.run(t, w, `{"mb": 32}`); res.ExitCode != 0 {
+			t.Fatalf("32 MiB within memory_mb 64: exit %d\n%s", res.ExitCode, res.Stderr)
+		}
+		if res := e.run(t, w, `{"mb": 1024}`); res.ExitCode != 1 || !strings.Contains(res.Stderr, "MemoryError") {
+			t.Fatalf("1 GiB with memory_mb 64: exit %d\n%.600s", res.ExitCode, res.Stderr)
+		}
+	})
+	t.Run("nodejs", func(t *testing.T) {
+		t.Parallel()
+		cfg := domain.FunctionConfig{Runtime: domain.RuntimeNodeJS20, Entrypoint: "handler.handle", MemoryMB: 64, TimeoutSec: 60}
+		w := e.mustBuild(t, ns, "mem-node", 1, cfg, map[string]string{"handler.js": `
+exports.handle = async (event) => {
+  const keep = []
+  for (let i = 0; i < event.n; i++) keep.push({ i, s: 'x'.repeat(64) + i })
+  return keep.length
+}
+`})
+		if res := e.run(t, w, `{"n": 10000}`); res.ExitCode != 0 {
+			t.Fatalf("a small heap: exit %d\n%s", res.ExitCode, res.Stderr)
+		}
+		if res := e.run(t, w, `{"n": 100000000}`); res.ExitCode == 0 || !strings.Contains(res.Stderr, "heap out of memory") {
+			t.Fatalf("a heap beyond memory_mb 64: exit %d\n%s", res.ExitCode, res.Stderr)
+		}
+	})
+	t.Run("go", func(t *testing.T) {
+		t.Parallel()
+		cfg := domain.FunctionConfig{Runtime: domain.RuntimeGo123, Entrypoint: "Handle", MemoryMB: 64, TimeoutSec: 60}
+		w := e.mustBuild(t, ns, "mem-go", 1, cfg, map[string]string{"handler.go": `package main
+
+import (
+	"context"
+	"os"
+)
+
+// Handle allocates and touches event["mb"] MiB.
+func Handle(ctx context.Context, event map[string]any) (any, error) {
+	data := make([]byte, int(event["mb"].(float64))<<20)
+	for i := 0; i < len(data); i += 4096 {
+		data[i] = 1
+	}
+	return os.Getenv("GOMEMLIMIT"), nil
+}
+`})
+		if res := e.run(t, w, `{"mb": 16}`); res.ExitCode != 0 || !strings.Contains(res.Stdout, `"64MiB"`) {
+			t.Fatalf("16 MiB within memory_mb 64: exit %d\n%s\n%s", res.ExitCode, res.Stdout, res.Stderr)
+		}
+		// The Go runtime dies in more than one way when mmap fails ("out of
+		// memory", "cannot allocate memory", even SIGSEGV): only the exit counts.
+		if res := e.run(t, w, `{"mb": 1024}`); res.ExitCode == 0 {
+			t.Fatalf("1 GiB with memory_mb 64 succeeded:\n%s", res.Stdout)
+		}
+	})
+}
+
+func TestJobOutputIsBounded(t *testing.T) {
+	t.Parallel()
+	e := setup(t, localdriver.Options{})
+	w := e.mustBuild(t, ns, "chatty", 1, pyConfig(nil), map[string]string{"handler.py": `import sys
+def handle(event):
+    line = "x" * 1023 + "\n"
+    for _ in range(3 * 1024):
+        sys.stdout.write(line)
+        sys.stderr.write(line)
+    return "the end"
+`})
+	res := e.run(t, w, "{}")
+	if res.ExitCode != 0 || lastLineOf(res.Stdout) != `"the end"` {
+		t.Fatalf("exit %d, last line %q", res.ExitCode, lastLineOf(res.Stdout))
+	}
+	for name, out := range map[string]string{"stdout": res.Stdout, "stderr": res.Stderr} {
+		if len(out) > localdriver.MaxOutput+100 || !strings.HasPrefix(out, "[sless: ") {
+			t.Errorf("%s: %d bytes, starts %q; want at most %d and a note of what was dropped", name, len(out), out[:40], localdriver.MaxOutput)
+		}
+	}
+}
+
+func lastLineOf(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestJobLeavesNoChildren: what a job starts in the background dies with it.
+func TestJobLeavesNoChildren(t *testing.T) {
+	t.Parallel()
+	e := setup(t, localdriver.Options{})
+	w := e.mustBuild(t, ns, "forks", 1, pyConfig(nil), map[string]string{"handler.py": `import subprocess
+def handle(event):
+    return subprocess.Popen(["sleep", "300"]).pid
+`})
+	res := e.run(t, w, "{}")
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
+	}
+	var pid int
+	if _, err := fmtSscan(lastLineOf(res.Stdout), &pid); err != nil || pid <= 0 {
+		t.Fatalf("job result %q", res.Stdout)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if data, _ := os.ReadFile("/proc/" + lastLineOf(res.Stdout) + "/stat"); strings.Contains(string(data), ") Z ") {
+			break // a zombie waiting for init to reap it is dead
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's child %d outlived it", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCloseStopsEverything(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d, err := localdriver.New(localdriver.Options{Dir: dir, StopGrace: time.Second, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := env{d: d, dir: dir, store: newCodeStore(t)}
+	w := e.mustBuild(t, ns, "closing", 1, pyConfig(nil), map[string]string{"handler.py": `import time
+def handle(event):
+    if event.get("sleep"):
+        time.sleep(300)
+    return "ok"
+`})
+	ep := e.mustDeploy(t, w)
+	jobErr := make(chan error, 1)
+	go func() {
+		_, err := d.Run(context.Background(), workers.RunSpec{Workload: w, Event: []byte(`{"sleep": true}`)})
+		jobErr <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	if err := d.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-jobErr; domain.ErrorCode(err) != domain.EUNAVAILABLE {
+		t.Fatalf("a job interrupted by Close = %v, want EUNAVAILABLE (to run again later)", err)
+	}
+	if _, err := getHello(ep); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("after Close: %v", err)
+	}
+	if left := processesUnder(dir); len(left) > 0 {
+		t.Fatalf("processes after Close: %v", left)
+	}
+	if _, err := d.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 1}); domain.ErrorCode(err) != domain.EUNAVAILABLE {
+		t.Fatalf("Deploy after Close = %v", err)
+	}
+}

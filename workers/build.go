@@ -1,0 +1,107 @@
+package workers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+)
+
+// buildWorker builds one version:
+//
+//	load → (no longer needs a build? complete) → BuildStarted → Driver.Build →
+//	BuildSucceeded (+ VersionActivated, + rollout job) | BuildFailed, completed in the same transaction
+//
+// A rerun (River delivers at least once; a crash or stop interrupts a build)
+// finds BuildStarted already there and builds again; once an outcome is
+// recorded, a rerun completes without calling the driver.
+type buildWorker struct {
+	river.WorkerDefaults[BuildArgs]
+	w *Workers
+}
+
+// Timeout is the configured build timeout: River's default minute is far too short.
+func (b *buildWorker) Timeout(*river.Job[BuildArgs]) time.Duration { return b.w.cfg.BuildTimeout }
+
+// Work builds the version, see buildWorker.
+func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error {
+	w, a := b.w, job.Args
+	stream := domain.FunctionStream(a.Namespace, a.Function)
+	md := meta(job.Kind, job.ID)
+
+	var spec BuildSpec
+	done := false
+	_, err := w.store.Execute(ctx, md, func(tx *store.Tx) error {
+		done = false
+		f := domain.NewFunction(a.Namespace, a.Function)
+		if err := tx.Load(ctx, stream, f); err != nil {
+			return err
+		}
+		if !f.NeedsBuild(a.Version) { // built, failed, or the function was deleted
+			done = true
+			return completeTx(ctx, tx.Tx, job)
+		}
+		evs, err := f.StartBuild(a.Version, w.now())
+		if err != nil {
+			return err
+		}
+		v, _ := f.Version(a.Version)
+		spec = BuildSpec{Namespace: a.Namespace, Function: a.Function, Version: a.Version, Digest: v.Digest,
+			ZipKey: v.ZipKey, ContextKey: v.ContextKey, Config: v.Config, Code: w.cfg.Code}
+		return tx.Append(ctx, stream, f, evs)
+	})
+	if err != nil || done {
+		return err
+	}
+
+	res, err := w.cfg.Driver.Build(ctx, spec)
+	if ierr := interrupted(ctx, fmt.Sprintf("build %s v%d", stream, a.Version)); ierr != nil {
+		return ierr
+	}
+	if err != nil {
+		if !giveUp(job.JobRow, err) {
+			return fmt.Errorf("build %s v%d: %w", stream, a.Version, err)
+		}
+		// Say so on the version instead of leaving it Building.
+		res = BuildResult{Failed: true, Message: fmt.Sprintf("the build could not run (attempt %d): %s", job.Attempt, platformMessage(err))}
+	}
+
+	_, err = w.store.Execute(ctx, md, func(tx *store.Tx) error {
+		f := domain.NewFunction(a.Namespace, a.Function)
+		if err := tx.Load(ctx, stream, f); err != nil {
+			return err
+		}
+		var evs []domain.Event
+		var err error
+		switch {
+		case !f.Exists: // deleted while building: nothing to record
+		case res.Failed:
+			msg := res.Message
+			if msg == "" {
+				msg = res.Log
+			}
+			evs, err = f.FailBuild(a.Version, msg, res.Log, w.now())
+		default:
+			evs, err = f.SucceedBuild(a.Version, res.Image, res.Log, w.now())
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.Append(ctx, stream, f, evs); err != nil {
+			return err
+		}
+		if err := tx.Append(ctx, stream, f, nil, FunctionJobs(f, evs)...); err != nil {
+			return err
+		}
+		return completeTx(ctx, tx.Tx, job)
+	})
+	if err == nil {
+		w.log.InfoContext(ctx, "build finished", "namespace", a.Namespace, "function", a.Function,
+			"version", a.Version, "failed", res.Failed)
+	}
+	return err
+}

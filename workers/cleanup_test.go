@@ -1,0 +1,130 @@
+package workers_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store/codestore"
+	"github.com/slessio/sless/store/codestore/s3embed"
+	"github.com/slessio/sless/workers"
+)
+
+// codeStore starts an embedded S3 server and a code store on it.
+func codeStore(t *testing.T) *codestore.Store {
+	t.Helper()
+	srv, err := s3embed.Start(t.Context(), s3embed.Options{Dir: t.TempDir(), AccessKey: "test", SecretKey: "test-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	st, err := codestore.New(t.Context(), codestore.Config{Endpoint: srv.URL(), AccessKey: "test", SecretKey: "test-secret", Bucket: "sless-code"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// putCode zips files, validates and stores them as the API's upload does,
+// and returns what the version records.
+func putCode(t *testing.T, st *codestore.Store, ns, fn string, files map[string]string, baseImage string) domain.Code {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, data := range files {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	validated, err := codestore.ValidateZip(buf.Bytes(), codestore.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := st.Put(context.Background(), ns, fn, buf.Bytes(), validated, baseImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return domain.Code{Digest: obj.Digest, ZipKey: obj.ZipKey, ContextKey: obj.ContextKey}
+}
+
+func TestCleanupRemovesWorkloadAndCode(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	st := codeStore(t)
+	h.start(func(c *workers.Config) { c.Code = st })
+	h.createFunction("doomed", pySpec)
+	code := putCode(t, st, h.ns, "doomed", map[string]string{"main.py": "def handle(event):\n    return 1\n"}, "python:3.11-slim")
+	other := putCode(t, st, h.ns, "doomed-not", map[string]string{"main.py": "def handle(event):\n    return 2\n"}, "python:3.11-slim")
+	h.uploadCode("doomed", code)
+	h.eventually(10*time.Second, func() error {
+		if f := h.function("doomed"); f.ActiveVersion != 1 {
+			return errorf("not active yet")
+		}
+		return nil
+	})
+	h.createTrigger("doomed-http", domain.TriggerHTTP, "doomed", "", true)
+	h.eventually(10*time.Second, func() error {
+		if _, ok := h.driver.runningOf("doomed"); !ok {
+			return errorf("not running yet")
+		}
+		return nil
+	})
+
+	h.deleteFunction("doomed")
+	h.eventually(10*time.Second, func() error {
+		if r := h.driver.removals(); len(r) != 1 || r[0] != h.ns+"/doomed" {
+			return errorf("removals %v", r)
+		}
+		if _, err := st.Get(context.Background(), code.ZipKey); domain.ErrorCode(err) != domain.ENOTFOUND {
+			return errorf("the code is still stored (%v)", err)
+		}
+		return nil
+	})
+	if _, ok := h.driver.runningOf("doomed"); ok {
+		t.Fatal("still running after cleanup")
+	}
+	rc, err := st.Get(context.Background(), other.ZipKey) // "doomed-not" shares the prefix's start only
+	if err != nil {
+		t.Fatalf("another function's code was deleted: %v", err)
+	}
+	rc.Close()
+}
+
+func TestCleanupLeavesARecreatedFunctionAlone(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	st := codeStore(t)
+	h.createFunction("phoenix", pySpec)
+	h.deleteFunction("phoenix")
+	h.createFunction("phoenix", pySpec) // before the cleanup ran
+	code := putCode(t, st, h.ns, "phoenix", map[string]string{"main.py": "def handle(event):\n    return 3\n"}, "python:3.11-slim")
+	h.uploadCode("phoenix", code)
+	h.start(func(c *workers.Config) { c.Code = st })
+	h.eventually(10*time.Second, func() error {
+		if s, _ := h.jobAttempts("cleanup", "function", "phoenix"); s != "completed" {
+			return errorf("cleanup job %q", s)
+		}
+		if f := h.function("phoenix"); f.ActiveVersion != 1 {
+			return errorf("the new function is not active")
+		}
+		return nil
+	})
+	if r := h.driver.removals(); len(r) != 0 {
+		t.Fatalf("removed %v, want nothing: the name belongs to the new function", r)
+	}
+	rc, err := st.Get(context.Background(), code.ZipKey)
+	if err != nil {
+		t.Fatalf("the new function's code was deleted: %v", err)
+	}
+	rc.Close()
+}

@@ -1,0 +1,268 @@
+package workers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/slessio/sless/domain"
+)
+
+// Cron triggers on drivers without a Scheduler (the local driver) are fired by
+// the control plane:
+//
+//   - Every CronInterval the elected River leader inserts a cron_tick job
+//     (a River periodic job, so one enqueuer for any number of replicas).
+//   - The tick finds, for every enabled and active cron trigger whose function
+//     has a built active version, the latest due slot (domain.ParseCron(...).Next)
+//     after the last slot already fired, and inserts a cron_run job for it. Its
+//     unique key is (namespace, trigger, slot) in every job state, so two ticks
+//     (two replicas around a leader change, or a tick retried) never run a slot twice.
+//   - The last slot fired is read back from those cron_run jobs, so nothing
+//     but River's table holds cron state, and the clock (Config.Clock) is
+//     injectable for tests.
+//
+// Missed slots (the control plane was down, or the leader changed): they run
+// at most once. After a gap only the latest due slot runs, and only when it
+// is less than CronCatchUp old (default one hour) and after the trigger
+// became active; older missed slots are skipped and logged. CronCatchUp stays
+// below River's completed-job retention (24 h), so a fired slot's job still
+// exists whenever that slot could be considered again.
+//
+// A cron run calls Driver.Run on the active version with the event
+// {"trigger", "schedule", "scheduled_at"}; its outcome is logged at info with
+// the trigger's name (invocation records come later).
+
+// CronTickArgs asks for due cron slots to be enqueued; the leader inserts one every CronInterval.
+type CronTickArgs struct{}
+
+// Kind implements river.JobArgs.
+func (CronTickArgs) Kind() string { return "cron_tick" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: a tick is cheap and the
+// next one comes soon, so a failed tick is not retried.
+func (CronTickArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueDefault, MaxAttempts: 1}
+}
+
+// CronRunArgs asks for slot Slot of a cron trigger to be fired. Unique by all
+// three fields in every job state: a slot runs once, whoever enqueues it.
+type CronRunArgs struct {
+	Namespace string    `json:"namespace" river:"unique"`
+	Trigger   string    `json:"trigger" river:"unique"`
+	Slot      time.Time `json:"slot" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (CronRunArgs) Kind() string { return "cron_run" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (CronRunArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueRuns, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: everyState}}
+}
+
+var everyState = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStateCancelled, rivertype.JobStateCompleted,
+	rivertype.JobStateDiscarded, rivertype.JobStatePending, rivertype.JobStateRetryable, rivertype.JobStateRunning,
+	rivertype.JobStateScheduled}
+
+// cronTickJob is the leader's periodic job. Ticks are not unique: an extra
+// one around a leader change finds the same slots, already enqueued.
+func cronTickJob(interval time.Duration) *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(interval), func() (river.JobArgs, *river.InsertOpts) {
+		return CronTickArgs{}, nil
+	}, &river.PeriodicJobOpts{ID: "sless_cron_tick", RunOnStart: true})
+}
+
+// dueSlot returns the latest slot of s in (since, now] and how many earlier
+// ones in that range it skips; the zero time when none is due.
+func dueSlot(s domain.Schedule, since, now time.Time) (slot time.Time, skipped int) {
+	for t := s.Next(since); !t.IsZero() && !t.After(now); t = s.Next(t) {
+		if !slot.IsZero() {
+			skipped++
+		}
+		slot = t
+	}
+	return slot, skipped
+}
+
+type triggerKey struct{ ns, name string }
+
+// cronTickWorker enqueues the due slots, see the comment at the top of cron.go.
+type cronTickWorker struct {
+	river.WorkerDefaults[CronTickArgs]
+	w *Workers
+}
+
+// Work enqueues a cron_run job for each due slot.
+func (c *cronTickWorker) Work(ctx context.Context, job *river.Job[CronTickArgs]) error {
+	w := c.w
+	now := w.now()
+	triggers, err := w.firingTriggers(ctx)
+	if err != nil || len(triggers) == 0 {
+		return err
+	}
+	fired, err := w.lastFired(ctx)
+	if err != nil {
+		return err
+	}
+	var runs []river.JobArgs
+	for _, t := range triggers {
+		sched, err := domain.ParseCron(t.Schedule)
+		if err != nil { // validated on create; an old bad one must not stop the others
+			w.log.WarnContext(ctx, "cron trigger has a bad schedule", "namespace", t.Namespace, "trigger", t.Name, "error", err)
+			continue
+		}
+		since, err := w.activeSince(ctx, t)
+		if err != nil {
+			return err
+		}
+		since = latest(since, fired[triggerKey{t.Namespace, t.Name}], now.Add(-w.cfg.CronCatchUp))
+		slot, skipped := dueSlot(sched, since, now)
+		if slot.IsZero() {
+			continue
+		}
+		if skipped > 0 {
+			w.log.InfoContext(ctx, "cron: missed slots run once", "namespace", t.Namespace, "trigger", t.Name,
+				"slot", slot, "skipped", skipped)
+		}
+		runs = append(runs, CronRunArgs{Namespace: t.Namespace, Trigger: t.Name, Slot: slot})
+	}
+	return w.store.InTx(ctx, func(tx pgx.Tx) error {
+		params := make([]river.InsertManyParams, len(runs))
+		for i, r := range runs {
+			params[i] = river.InsertManyParams{Args: r}
+		}
+		if _, err := w.store.InsertJobsTx(ctx, tx, params); err != nil {
+			return err
+		}
+		return completeTx(ctx, tx, job)
+	})
+}
+
+func latest(ts ...time.Time) time.Time {
+	var m time.Time
+	for _, t := range ts {
+		if t.After(m) {
+			m = t
+		}
+	}
+	return m
+}
+
+// firingTriggers lists the cron triggers that fire: enabled, reported
+// active, and of a function with an active version (read models).
+func (w *Workers) firingTriggers(ctx context.Context) ([]domain.Trigger, error) {
+	fns, err := w.store.ListAllFunctions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	active := map[triggerKey]bool{}
+	var namespaces []string
+	for _, f := range fns {
+		if f.ActiveVersion == 0 {
+			continue
+		}
+		if len(namespaces) == 0 || namespaces[len(namespaces)-1] != f.Namespace { // sorted by namespace
+			namespaces = append(namespaces, f.Namespace)
+		}
+		active[triggerKey{f.Namespace, f.Name}] = true
+	}
+	var out []domain.Trigger
+	for _, ns := range namespaces {
+		ts, err := w.store.ListTriggers(ctx, ns, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			if t.Type == domain.TriggerCron && t.Enabled && t.Active && active[triggerKey{ns, t.Function}] {
+				out = append(out, t)
+			}
+		}
+	}
+	return out, nil
+}
+
+// lastFired returns the latest slot enqueued for each trigger, from the
+// cron_run jobs River still keeps.
+func (w *Workers) lastFired(ctx context.Context) (map[triggerKey]time.Time, error) {
+	rows, _ := w.pool.Query(ctx, `SELECT args->>'namespace', args->>'trigger', max((args->>'slot')::timestamptz)
+		FROM river_job WHERE kind = $1 GROUP BY 1, 2`, CronRunArgs{}.Kind())
+	out := map[triggerKey]time.Time{}
+	var k triggerKey
+	var slot time.Time
+	_, err := pgx.ForEachRow(rows, []any{&k.ns, &k.name, &slot}, func() error {
+		out[k] = slot.UTC()
+		return nil
+	})
+	if err != nil {
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "cron: read fired slots: %v", err)
+	}
+	return out, nil
+}
+
+// activeSince is when the trigger last became active, so slots from before
+// (disabled, or no built version yet) never fire.
+func (w *Workers) activeSince(ctx context.Context, t domain.Trigger) (time.Time, error) {
+	evs, err := w.store.ReadStream(ctx, domain.TriggerStream(t.Namespace, t.Name), 1)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var since time.Time
+	for _, ev := range evs {
+		de, err := domain.DecodeEvent(ev.Type, ev.Data)
+		if err != nil {
+			return time.Time{}, err
+		}
+		switch e := de.(type) {
+		case domain.TriggerCreated:
+			since = time.Time{}
+		case domain.TriggerActiveChanged:
+			if e.Active {
+				since = e.At
+			}
+		}
+	}
+	return since.UTC(), nil
+}
+
+// cronRunWorker fires one slot of a cron trigger through Driver.Run.
+type cronRunWorker struct {
+	river.WorkerDefaults[CronRunArgs]
+	w *Workers
+}
+
+// Timeout is the longest function timeout plus a margin, as for job runs.
+func (c *cronRunWorker) Timeout(*river.Job[CronRunArgs]) time.Duration { return maxRunTimeout }
+
+// Work runs the slot unless the trigger stopped firing since it was enqueued.
+func (c *cronRunWorker) Work(ctx context.Context, job *river.Job[CronRunArgs]) error {
+	w, a := c.w, job.Args
+	st, err := w.cronState(ctx, a.Namespace, a.Trigger)
+	if err != nil {
+		return err
+	}
+	if !st.active() {
+		w.log.InfoContext(ctx, "cron run skipped: the trigger no longer fires", "namespace", a.Namespace, "trigger", a.Trigger, "slot", a.Slot)
+		return nil
+	}
+	event, _ := json.Marshal(map[string]string{"trigger": a.Trigger, "schedule": st.schedule, "scheduled_at": a.Slot.UTC().Format(time.RFC3339)})
+	spec := RunSpec{Workload: st.workload, Name: fmt.Sprintf("%s-%d", a.Trigger, a.Slot.Unix()), RunID: a.Slot.Unix(), Event: event}
+	out, err := w.run(ctx, spec)
+	if ierr := interrupted(ctx, "cron run "+a.Namespace+"/"+a.Trigger); ierr != nil {
+		return ierr
+	}
+	if err != nil {
+		w.log.WarnContext(ctx, "cron run could not start", "namespace", a.Namespace, "trigger", a.Trigger,
+			"function", st.workload.Function, "slot", a.Slot, "attempt", job.Attempt, "error", err)
+		return fmt.Errorf("cron run %s/%s at %s: %w", a.Namespace, a.Trigger, a.Slot.Format(time.RFC3339), err)
+	}
+	w.log.InfoContext(ctx, "cron run finished", "namespace", a.Namespace, "trigger", a.Trigger,
+		"function", st.workload.Function, "version", st.workload.Version, "slot", a.Slot,
+		"ok", out.ok, "result", out.result, "message", out.message)
+	return nil
+}

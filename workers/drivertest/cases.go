@@ -1,0 +1,261 @@
+package drivertest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/workers"
+)
+
+// runtimeWord is what a sample says its runtime is.
+func runtimeWord(rt domain.Runtime) string {
+	switch rt {
+	case domain.RuntimeNodeJS20:
+		return "node"
+	case domain.RuntimeGo123:
+		return "go"
+	}
+	return "python"
+}
+
+// testServe builds a version, checks that building it again changes
+// nothing, deploys it, redeploys it (same endpoint, same process), runs it as
+// a job, scales it to zero and back.
+func testServe(t *testing.T, h Harness, mk func(string) sample) {
+	s := mk("v1")
+	x := newFn(t, h, "serve")
+	w := x.mustBuild(s, config(s, map[string]string{"GREETING": "hi there"}, 0))
+	if again := x.rebuild(1); again.Failed || again.Image != w.Image {
+		t.Fatalf("building v1 again = %+v, want image %q", again, w.Image)
+	}
+
+	endpoint := x.mustDeploy(w)
+	url := h.URL(endpoint)
+	a := x.mustGet(url + "/")
+	if a.Runtime != runtimeWord(s.runtime) || a.Version != "v1" || a.Greeting != "hi there" {
+		t.Fatalf("answer = %+v, want runtime %s, version v1, greeting from the env var", a, runtimeWord(s.runtime))
+	}
+	if again := x.mustDeploy(w); again != endpoint {
+		t.Fatalf("deploying the running version again moved it from %s to %s", endpoint, again)
+	}
+	if b := x.mustGet(url + "/"); b.PID != a.PID {
+		t.Fatalf("deploying the running version again restarted it (pid %d, then %d)", a.PID, b.PID)
+	}
+
+	res := x.run(w, `{"n": 7}`)
+	if res.ExitCode != 0 || res.TimedOut {
+		t.Fatalf("job = exit %d timed out %v\nstdout:\n%s\nstderr:\n%s", res.ExitCode, res.TimedOut, res.Stdout, res.Stderr)
+	}
+	if !strings.Contains(res.Stdout, "hello from "+runtimeWord(s.runtime)) {
+		t.Errorf("job stdout lacks what the function printed:\n%s", res.Stdout)
+	}
+	var out answer
+	if err := json.Unmarshal([]byte(lastLine(res.Stdout)), &out); err != nil || out.N != float64(7) || out.Greeting != "hi there" {
+		t.Fatalf("job result (last stdout line) = %q (%v), want n 7 and the greeting", lastLine(res.Stdout), err)
+	}
+
+	if ep, err := x.deploy(w, 0); err != nil || ep != "" {
+		t.Fatalf("scale to zero = %q, %v", ep, err)
+	}
+	x.waitGone(url + "/")
+	url = h.URL(x.mustDeploy(w))
+	if b := x.mustGet(url + "/"); b.Version != "v1" {
+		t.Fatalf("after scaling up again: %+v", b)
+	}
+}
+
+func testGoCompileError(t *testing.T, h Harness) {
+	s := goCompileErrorSample()
+	x := newFn(t, h, "broken")
+	_, res := x.build(s, config(s, nil, 0))
+	if !res.Failed {
+		t.Fatalf("a Go compile error built: %+v", res)
+	}
+	for _, want := range []string{"undefined", "notDefined"} {
+		if !strings.Contains(res.Log, want) || !strings.Contains(res.Message, want) {
+			t.Errorf("build log and message must carry the compiler's output (%q):\nmessage: %s\nlog: %s", want, res.Message, res.Log)
+		}
+	}
+}
+
+func testNodeDependency(t *testing.T, h Harness) {
+	s := nodeDependencySample()
+	x := newFn(t, h, "deps")
+	w := x.mustBuild(s, config(s, nil, 0))
+	const want = "hello from a local package"
+	var got struct{ Greeting string }
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := get(ctx, client, h.URL(x.mustDeploy(w))+"/", &got); err != nil || got.Greeting != want {
+		t.Fatalf("answer = %+v, %v; want greeting %q", got, err, want)
+	}
+	res := x.run(w, `{}`)
+	if res.ExitCode != 0 || !strings.Contains(lastLine(res.Stdout), want) {
+		t.Fatalf("job = exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
+
+// testSwitchVersions switches a function from v1 to v2 and back to v1's
+// build while four clients send requests back to back, moving to each new
+// endpoint as soon as Deploy returns it: no request may fail.
+func testSwitchVersions(t *testing.T, h Harness) {
+	x := newFn(t, h, "switch")
+	s1, s2 := pythonSample("v1"), pythonSample("v2")
+	w1 := x.mustBuild(s1, config(s1, nil, 0))
+	hm := startHammer(h.URL(x.mustDeploy(w1)), 4)
+	defer hm.stop()
+	if !hm.waitAnswers("v1", 20, 30*time.Second) {
+		t.Fatal("v1 does not answer")
+	}
+	w2 := x.mustBuild(s2, config(s2, nil, 0)) // built under load
+	for _, step := range []struct {
+		w       workers.Workload
+		version string
+	}{{w2, "v2"}, {w1, "v1"}} {
+		hm.retarget(h.URL(x.mustDeploy(step.w)))
+		if !hm.waitAnswers(step.version, 20, 30*time.Second) {
+			t.Fatalf("%s does not answer after the switch", step.version)
+		}
+		time.Sleep(h.Drain + 500*time.Millisecond) // the old version stops meanwhile, under load
+	}
+	ok, failures, versions := hm.stop()
+	t.Logf("%d requests answered during the switches: %v", ok, versions)
+	if len(failures) > 0 {
+		t.Fatalf("%d of %d requests failed while switching versions; first: %s", len(failures), ok+len(failures), strings.Join(failures[:min(5, len(failures))], "; "))
+	}
+}
+
+// testCrashRestart crashes the process with a request: the driver must start
+// it again at the same endpoint.
+func testCrashRestart(t *testing.T, h Harness) {
+	x := newFn(t, h, "crash")
+	s := pythonSample("v1")
+	w := x.mustBuild(s, config(s, nil, 0))
+	url := h.URL(x.mustDeploy(w))
+	before := x.mustGet(url + "/")
+	fresh := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	if err := get(context.Background(), fresh, url+"/crash", nil); err == nil {
+		t.Fatal("a request that exits the process was answered")
+	}
+	deadline := time.Now().Add(h.DeployTimeout)
+	for {
+		var a answer
+		err := get(context.Background(), fresh, url+"/", &a)
+		if err == nil && a.PID != before.PID {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the function was not restarted at %s within %s (last: %+v, %v)", url, h.DeployTimeout, a, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// testCrashLoop deploys a version that exits shortly after every start: the
+// driver must report the crash loop, refuse to deploy that version again
+// with its stderr, and deploy a good version over it.
+func testCrashLoop(t *testing.T, h Harness) {
+	x := newFn(t, h, "crashloop")
+	s := crashLoopSample()
+	env := map[string]string{"SAMPLE_CRASH_AFTER_MS": strconv.Itoa(int(h.CrashAfter / time.Millisecond))}
+	w := x.mustBuild(s, config(s, env, 0))
+	x.mustDeploy(w)
+	started := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), h.CrashLoopTimeout)
+	defer cancel()
+	if err := h.WaitCrashLoop(ctx, x.ns, x.name); err != nil {
+		t.Fatalf("no crash loop reported within %s: %v", h.CrashLoopTimeout, err)
+	}
+	t.Logf("crash loop reported %s after Deploy", time.Since(started).Round(time.Millisecond))
+	_, err := x.deploy(w, 1)
+	if domain.ErrorCode(err) != domain.EUNPROCESSABLE || !strings.Contains(domain.ErrorMessage(err), "dying on purpose") {
+		t.Fatalf("Deploy of the crash-looping version = %v; want EUNPROCESSABLE with its stderr", err)
+	}
+	good := pythonSample("v2")
+	w2 := x.mustBuild(good, config(good, nil, 0))
+	if a := x.mustGet(h.URL(x.mustDeploy(w2)) + "/"); a.Version != "v2" {
+		t.Fatalf("after the crash loop, a good version answers %+v", a)
+	}
+}
+
+// testLoadFailure deploys a version that raises while loading.
+func testLoadFailure(t *testing.T, h Harness) {
+	x := newFn(t, h, "noload")
+	s := loadFailureSample()
+	w := x.mustBuild(s, config(s, nil, 0))
+	_, err := x.deploy(w, 1)
+	if domain.ErrorCode(err) != domain.EUNPROCESSABLE || !strings.Contains(domain.ErrorMessage(err), "cannot load: SAMPLE_SETTING is missing") {
+		t.Fatalf("Deploy of a version that fails to load = %v; want EUNPROCESSABLE with its stderr", err)
+	}
+}
+
+func testJobFailure(t *testing.T, h Harness, mk func(string) sample, want string) {
+	x := newFn(t, h, "job-fails")
+	s := mk("v1")
+	w := x.mustBuild(s, config(s, nil, 0))
+	res := x.run(w, `{"action": "fail", "n": 5}`)
+	if res.ExitCode != 1 || res.TimedOut || !strings.Contains(res.Stderr, want) {
+		t.Fatalf("failing job = exit %d timed out %v; want exit 1 with %q in stderr:\n%s", res.ExitCode, res.TimedOut, want, res.Stderr)
+	}
+	if s.runtime == domain.RuntimePython311 && !strings.Contains(res.Stderr, "Traceback") {
+		t.Errorf("stderr lacks the traceback:\n%s", res.Stderr)
+	}
+}
+
+func testJobTimeout(t *testing.T, h Harness, mk func(string) sample, action string) {
+	x := newFn(t, h, "job-times-out")
+	s := mk("v1")
+	w := x.mustBuild(s, config(s, nil, 1))
+	started := time.Now()
+	res := x.run(w, `{"action": "`+action+`"}`)
+	took := time.Since(started)
+	if res.ExitCode != 124 || !res.TimedOut {
+		t.Fatalf("job past timeout_sec 1 = exit %d timed out %v\nstderr:\n%s", res.ExitCode, res.TimedOut, res.Stderr)
+	}
+	if took > 20*time.Second {
+		t.Fatalf("a job with timeout_sec 1 ran %s", took)
+	}
+	t.Logf("timed out after %s", took.Round(time.Millisecond))
+}
+
+// testRemove removes a function with a running server and a running job.
+func testRemove(t *testing.T, h Harness) {
+	x := newFn(t, h, "remove")
+	s := pythonSample("v1")
+	w := x.mustBuild(s, config(s, nil, 60))
+	url := h.URL(x.mustDeploy(w))
+	x.mustGet(url + "/")
+	jobDone := make(chan error, 1)
+	go func() {
+		_, err := h.Driver.Run(context.Background(), runSpec(w, `{"action": "sleep"}`))
+		jobDone <- err
+	}()
+	time.Sleep(time.Second) // let the job start
+	ctx, cancel := context.WithTimeout(context.Background(), h.DeployTimeout)
+	defer cancel()
+	if err := h.Driver.Remove(ctx, x.ns, x.name); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	select {
+	case <-jobDone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a job of the removed function still runs")
+	}
+	x.waitGone(url + "/")
+	left, err := h.Leftovers(ctx, x.ns, x.name)
+	if err != nil || len(left) > 0 {
+		t.Fatalf("left behind after Remove: %v, %v", left, err)
+	}
+	if err := h.Driver.Remove(ctx, x.ns, x.name); err != nil {
+		t.Fatalf("Remove again: %v", err)
+	}
+	if err := h.Driver.Remove(ctx, x.ns, "never-deployed"); err != nil {
+		t.Fatalf("Remove of an unknown function: %v", err)
+	}
+}

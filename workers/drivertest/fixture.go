@@ -1,0 +1,248 @@
+package drivertest
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store/codestore"
+	"github.com/slessio/sless/workers"
+)
+
+// fn is one function of a case, in a namespace of its own. Its cleanup
+// removes it and checks that nothing of it is left.
+type fn struct {
+	t        *testing.T
+	h        Harness
+	ns, name string
+	specs    []workers.BuildSpec // by version - 1
+}
+
+func newFn(t *testing.T, h Harness, name string) *fn {
+	t.Helper()
+	x := &fn{t: t, h: h, ns: randomNamespace(t), name: name}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), h.DeployTimeout)
+		defer cancel()
+		if err := h.Driver.Remove(ctx, x.ns, x.name); err != nil {
+			t.Errorf("cleanup: Remove %s/%s: %v", x.ns, x.name, err)
+			return
+		}
+		left, err := h.Leftovers(ctx, x.ns, x.name)
+		if err != nil {
+			t.Errorf("cleanup: Leftovers: %v", err)
+		} else if len(left) > 0 {
+			t.Errorf("cleanup: left behind after Remove: %v", left)
+		}
+	})
+	return x
+}
+
+// randomNamespace returns a namespace shaped like the real ones.
+func randomNamespace(t *testing.T) string {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "sless-" + hex.EncodeToString(b)
+}
+
+// config is a function configuration for a sample.
+func config(s sample, env map[string]string, timeoutSec int) domain.FunctionConfig {
+	if timeoutSec == 0 {
+		timeoutSec = domain.DefaultTimeoutSec
+	}
+	return domain.FunctionConfig{Runtime: s.runtime, Entrypoint: s.entrypoint,
+		MemoryMB: domain.DefaultMemoryMB, TimeoutSec: timeoutSec, EnvVars: env}
+}
+
+// build uploads s as the function's next version, as the API does, and builds it.
+func (x *fn) build(s sample, cfg domain.FunctionConfig) (workers.Workload, workers.BuildResult) {
+	x.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), x.h.BuildTimeout)
+	defer cancel()
+	zipData := mustZip(x.t, s.files)
+	files, err := codestore.ValidateZip(zipData, codestore.Limits{})
+	if err != nil {
+		x.t.Fatalf("sample zip: %v", err)
+	}
+	obj, err := x.h.Code.Put(ctx, x.ns, x.name, zipData, files, x.h.BaseImage(s.runtime))
+	if err != nil {
+		x.t.Fatalf("store sample code: %v", err)
+	}
+	spec := workers.BuildSpec{Namespace: x.ns, Function: x.name, Version: len(x.specs) + 1, Digest: obj.Digest,
+		ZipKey: obj.ZipKey, ContextKey: obj.ContextKey, Config: cfg, Code: x.h.Code}
+	x.specs = append(x.specs, spec)
+	res := x.rebuild(spec.Version)
+	w := workers.Workload{Namespace: x.ns, Function: x.name, Version: spec.Version, Image: res.Image, Config: cfg}
+	return w, res
+}
+
+// rebuild builds an uploaded version (again).
+func (x *fn) rebuild(version int) workers.BuildResult {
+	x.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), x.h.BuildTimeout)
+	defer cancel()
+	spec := x.specs[version-1]
+	started := time.Now()
+	res, err := x.h.Driver.Build(ctx, spec)
+	if err != nil {
+		x.t.Fatalf("Build %s v%d: %v", x.name, version, err)
+	}
+	x.t.Logf("built %s v%d (%s) in %s", x.name, version, spec.Config.Runtime, time.Since(started).Round(time.Millisecond))
+	return res
+}
+
+// mustBuild is build for a sample that must build.
+func (x *fn) mustBuild(s sample, cfg domain.FunctionConfig) workers.Workload {
+	x.t.Helper()
+	w, res := x.build(s, cfg)
+	if res.Failed || res.Image == "" {
+		x.t.Fatalf("Build %s v%d: failed=%v image=%q message=%s\nlog:\n%s", x.name, w.Version, res.Failed, res.Image, res.Message, res.Log)
+	}
+	return w
+}
+
+func (x *fn) deploy(w workers.Workload, replicas int) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), x.h.DeployTimeout)
+	defer cancel()
+	return x.h.Driver.Deploy(ctx, workers.Deployment{Workload: w, Replicas: replicas})
+}
+
+// mustDeploy deploys one replica of w and returns the URL of its endpoint.
+func (x *fn) mustDeploy(w workers.Workload) string {
+	x.t.Helper()
+	endpoint, err := x.deploy(w, 1)
+	if err != nil {
+		x.t.Fatalf("Deploy %s v%d: %v", x.name, w.Version, err)
+	}
+	if endpoint == "" {
+		x.t.Fatalf("Deploy %s v%d returned no endpoint", x.name, w.Version)
+	}
+	return endpoint
+}
+
+// run runs w once as a job with event.
+func (x *fn) run(w workers.Workload, event string) workers.RunResult {
+	x.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), x.h.DeployTimeout)
+	defer cancel()
+	res, err := x.h.Driver.Run(ctx, runSpec(w, event))
+	if err != nil {
+		x.t.Fatalf("Run %s v%d: %v", x.name, w.Version, err)
+	}
+	return res
+}
+
+func runSpec(w workers.Workload, event string) workers.RunSpec {
+	return workers.RunSpec{Workload: w, Name: "job-" + w.Function, RunID: 1, Event: json.RawMessage(event)}
+}
+
+// mustZip zips files in name order with fixed times, as a client would.
+func mustZip(t *testing.T, files map[string]string) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(w, files[name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// answer is what the samples return.
+type answer struct {
+	Runtime  string `json:"runtime"`
+	Version  string `json:"version"`
+	PID      int    `json:"pid"`
+	Greeting string `json:"greeting"`
+	N        any    `json:"n"`
+}
+
+// client talks to function endpoints with keep-alive, as the proxy does.
+var client = &http.Client{
+	Timeout:   30 * time.Second,
+	Transport: &http.Transport{MaxIdleConnsPerHost: 32, Proxy: nil},
+}
+
+// get requests url and decodes a 200 JSON answer into v.
+func get(ctx context.Context, c *http.Client, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if v == nil {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("GET %s: %v in %q", url, err, body)
+	}
+	return nil
+}
+
+// mustGet is get for a request that must succeed.
+func (x *fn) mustGet(url string) answer {
+	x.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var a answer
+	if err := get(ctx, client, url, &a); err != nil {
+		x.t.Fatal(err)
+	}
+	return a
+}
+
+// waitGone polls url on fresh connections until a request fails; it fails
+// the test if the endpoint still answers 200 after the deploy timeout.
+func (x *fn) waitGone(url string) {
+	x.t.Helper()
+	fresh := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	deadline := time.Now().Add(x.h.DeployTimeout)
+	for {
+		err := get(context.Background(), fresh, url, nil)
+		if err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			x.t.Fatalf("%s still answers %s after scale to zero", url, x.h.DeployTimeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// lastLine returns the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}

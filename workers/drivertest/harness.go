@@ -1,0 +1,108 @@
+package drivertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store/codestore"
+	"github.com/slessio/sless/workers"
+)
+
+// Code is where the suite stores sample code and the driver reads it from;
+// *codestore.Store implements it.
+type Code interface {
+	workers.CodeFetcher
+	Put(ctx context.Context, ns, fn string, zip []byte, files []codestore.File, baseImage string) (codestore.Object, error)
+}
+
+// Harness is what a driver's test gives Run.
+type Harness struct {
+	// Driver is the driver under test. Cases use it in parallel; the suite
+	// does not close it.
+	Driver workers.Driver
+	// Code stores the sample code; the suite passes it to Build as BuildSpec.Code.
+	Code Code
+	// BaseImage names the base image of a runtime for the build context;
+	// nil means "sless/<runtime>".
+	BaseImage func(domain.Runtime) string
+	// WaitCrashLoop returns nil once the driver reported that the function
+	// crash-loops (localdriver: its OnFailure callback; FailureRecorder.Wait
+	// fits), or ctx's error.
+	WaitCrashLoop func(ctx context.Context, namespace, function string) error
+	// Leftovers lists what of a function is still on the platform after
+	// Remove (processes, files, objects); the suite expects nothing.
+	Leftovers func(ctx context.Context, namespace, function string) ([]string, error)
+	// URL turns an endpoint from Deploy into a URL this test process can
+	// reach; nil uses the endpoint as it is.
+	URL func(endpoint string) string
+
+	// BuildTimeout bounds one build (default 5 min).
+	BuildTimeout time.Duration
+	// DeployTimeout bounds one Deploy and the wait for an endpoint to stop
+	// answering after scale to zero (default 2 min).
+	DeployTimeout time.Duration
+	// CrashLoopTimeout bounds the wait for a crash loop report (default 2 min).
+	CrashLoopTimeout time.Duration
+	// CrashAfter is how long the crash-looping sample stays up after it
+	// loaded (default 1 s): long enough for Deploy to see it healthy on a busy machine.
+	CrashAfter time.Duration
+	// Drain is the driver's drain time after a version switch; the suite
+	// keeps hammering the old endpoint's successor at least this long (default 1 s).
+	Drain time.Duration
+}
+
+func (h Harness) withDefaults() Harness {
+	if h.BaseImage == nil {
+		h.BaseImage = func(rt domain.Runtime) string { return "sless/" + string(rt) }
+	}
+	if h.URL == nil {
+		h.URL = func(endpoint string) string { return endpoint }
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&h.BuildTimeout, 5*time.Minute)
+	def(&h.DeployTimeout, 2*time.Minute)
+	def(&h.CrashLoopTimeout, 2*time.Minute)
+	def(&h.CrashAfter, time.Second)
+	def(&h.Drain, time.Second)
+	return h
+}
+
+// Run runs every case of the suite against the harness's driver, each as a
+// parallel subtest in a namespace of its own.
+func Run(t *testing.T, h Harness) {
+	if h.Driver == nil || h.Code == nil || h.WaitCrashLoop == nil || h.Leftovers == nil {
+		t.Fatal("drivertest: Harness needs Driver, Code, WaitCrashLoop and Leftovers")
+	}
+	h = h.withDefaults()
+	cases := []struct {
+		name string
+		run  func(*testing.T, Harness)
+	}{
+		{"Serve/python", func(t *testing.T, h Harness) { testServe(t, h, pythonSample) }},
+		{"Serve/nodejs", func(t *testing.T, h Harness) { testServe(t, h, nodeSample) }},
+		{"Serve/go", func(t *testing.T, h Harness) { testServe(t, h, goSample) }},
+		{"BuildFailure/go-compile-error", testGoCompileError},
+		{"NodeDependency", testNodeDependency},
+		{"SwitchVersions", testSwitchVersions},
+		{"CrashRestart", testCrashRestart},
+		{"CrashLoop", testCrashLoop},
+		{"LoadFailure", testLoadFailure},
+		{"Jobs/failure/python", func(t *testing.T, h Harness) { testJobFailure(t, h, pythonSample, "ValueError: bad input: 5") }},
+		{"Jobs/failure/go", func(t *testing.T, h Harness) { testJobFailure(t, h, goSample, "bad input: 5") }},
+		{"Jobs/timeout/python", func(t *testing.T, h Harness) { testJobTimeout(t, h, pythonSample, "sleep") }},
+		{"Jobs/timeout/nodejs-busy-loop", func(t *testing.T, h Harness) { testJobTimeout(t, h, nodeSample, "spin") }},
+		{"Remove", testRemove},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, h)
+		})
+	}
+}

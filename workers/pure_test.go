@@ -1,0 +1,81 @@
+package workers
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/domain"
+)
+
+func TestDueSlot(t *testing.T) {
+	t.Parallel()
+	every5, _ := domain.ParseCron("*/5 * * * *")
+	noon, _ := domain.ParseCron("0 12 * * *")
+	tm := func(h, m, s int) time.Time { return time.Date(2030, 1, 1, h, m, s, 0, time.UTC) }
+	cases := []struct {
+		name        string
+		s           domain.Schedule
+		since, now  time.Time
+		want        time.Time
+		wantSkipped int
+	}{
+		{"nothing due yet", every5, tm(10, 0, 0), tm(10, 4, 59), time.Time{}, 0},
+		{"one slot", every5, tm(10, 0, 0), tm(10, 5, 0), tm(10, 5, 0), 0},
+		{"the since slot itself is not due again", every5, tm(10, 5, 0), tm(10, 7, 0), time.Time{}, 0},
+		{"missed slots collapse into the latest", every5, tm(10, 0, 0), tm(10, 31, 0), tm(10, 30, 0), 5},
+		{"daily", noon, tm(11, 0, 0), tm(12, 0, 30), tm(12, 0, 0), 0},
+	}
+	for _, c := range cases {
+		got, skipped := dueSlot(c.s, c.since, c.now)
+		if !got.Equal(c.want) || skipped != c.wantSkipped {
+			t.Errorf("%s: dueSlot = %v, skipped %d; want %v, %d", c.name, got, skipped, c.want, c.wantSkipped)
+		}
+	}
+}
+
+func TestOutcomeOf(t *testing.T) {
+	t.Parallel()
+	ok := outcomeOf(RunResult{Stdout: "log\n\"result\"\n\n"}, 30)
+	if !ok.ok || ok.result != `"result"` || ok.output != "log\n\"result\"\n\n" {
+		t.Errorf("success = %+v", ok)
+	}
+	fail := outcomeOf(RunResult{ExitCode: 1, Stdout: "partial", Stderr: "Traceback\nValueError: x\n"}, 30)
+	if fail.ok || fail.message != "Traceback\nValueError: x" || fail.output != "partial\nTraceback\nValueError: x\n" {
+		t.Errorf("failure = %+v", fail)
+	}
+	to := outcomeOf(RunResult{ExitCode: 124, TimedOut: true, Stderr: "killed"}, 7)
+	if to.ok || to.message != "timed out after 7 s" || !strings.Contains(to.output, "killed") {
+		t.Errorf("timeout = %+v", to)
+	}
+	if e := outcomeOf(RunResult{}, 1); !e.ok || e.result != "" {
+		t.Errorf("empty success = %+v", e)
+	}
+}
+
+func TestDesiredOf(t *testing.T) {
+	t.Parallel()
+	f := domain.NewFunction("ns", "fn")
+	now := time.Now()
+	for _, ev := range []domain.Event{
+		domain.FunctionCreated{Namespace: "ns", Name: "fn", Config: domain.FunctionConfig{Runtime: domain.RuntimePython311}, At: now},
+		domain.VersionCreated{Version: 1, Digest: "d1", At: now},
+		domain.BuildSucceeded{Version: 1, Image: "img1", At: now},
+		domain.VersionActivated{Version: 1, At: now},
+		domain.VersionCreated{Version: 2, Digest: "d2", At: now}, // building: v1 stays what runs
+	} {
+		f.Apply(ev)
+	}
+	httpOn := domain.Trigger{Exists: true, Type: domain.TriggerHTTP, Function: "fn", Enabled: true}
+	cronOn := domain.Trigger{Exists: true, Type: domain.TriggerCron, Function: "fn", Enabled: true}
+	if d := desiredOf(f, []domain.Trigger{cronOn}); d.version != 1 || d.replicas != 0 || d.workload.Image != "img1" {
+		t.Errorf("only a cron trigger: %+v; want v1 at zero replicas", d)
+	}
+	if d := desiredOf(f, []domain.Trigger{cronOn, httpOn}); d.version != 1 || d.replicas != 1 {
+		t.Errorf("an enabled http trigger: %+v; want v1 running", d)
+	}
+	f.Apply(domain.FunctionDeleted{At: now})
+	if d := desiredOf(f, []domain.Trigger{httpOn}); d.exists || d.version != 0 || d.replicas != 0 {
+		t.Errorf("deleted: %+v; want nothing", d)
+	}
+}

@@ -1,0 +1,209 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/riverqueue/river"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+)
+
+// maxConverge bounds how often one rollout job converges again in process
+// because the desired state changed meanwhile; past it, a follow-up job takes over.
+const maxConverge = 5
+
+// desired is what should run for a function, as its events say now.
+type desired struct {
+	exists   bool
+	version  int // the active version; 0 when none is built yet
+	workload Workload
+	replicas int
+}
+
+func (d desired) same(o desired) bool {
+	return d.exists == o.exists && d.version == o.version && d.replicas == o.replicas
+}
+
+// desiredOf is the level the rollout converges to: the active version runs
+// when any http trigger of the function is enabled, and is scaled to zero otherwise.
+func desiredOf(f *domain.Function, triggers []domain.Trigger) desired {
+	d := desired{exists: f.Exists}
+	v, ok := f.Version(f.ActiveVersion)
+	if !f.Exists || !ok || v.BuildStatus != domain.BuildStatusSucceeded {
+		return d
+	}
+	d.version = v.Number
+	d.workload = Workload{Namespace: f.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config}
+	for _, t := range triggers {
+		if t.Exists && t.Type == domain.TriggerHTTP && t.Function == f.Name && t.Enabled {
+			d.replicas = 1
+		}
+	}
+	return d
+}
+
+// rolloutWorker converges a function's HTTP workload to its desired state
+// (level-triggered, so the order of rollout jobs does not matter):
+//
+//	read desired → Driver.Deploy → in one transaction: complete the job, re-read
+//	desired; unchanged: RolloutCompleted | RolloutFailed, TriggerActiveChanged for
+//	its http triggers, a schedule job per cron trigger; changed: roll back, go again.
+//
+// Completing the job first in that transaction closes the race with a change
+// whose rollout job was skipped as a duplicate of this running one: River's
+// unique insert locks this job's row, so the completion waits for that
+// change to commit, and the re-read after it sees the change.
+type rolloutWorker struct {
+	river.WorkerDefaults[RolloutArgs]
+	w *Workers
+}
+
+// Work converges the function, see rolloutWorker.
+func (r *rolloutWorker) Work(ctx context.Context, job *river.Job[RolloutArgs]) error {
+	w, a := r.w, job.Args
+	want, err := w.desired(ctx, a.Namespace, a.Function)
+	if err != nil {
+		return err
+	}
+	for round := 1; ; round++ {
+		endpoint, deployErr := w.deploy(ctx, want)
+		if ierr := interrupted(ctx, "roll out "+a.Namespace+"/"+a.Function); ierr != nil {
+			return ierr
+		}
+		if deployErr != nil && !giveUp(job.JobRow, deployErr) {
+			return fmt.Errorf("roll out %s/%s v%d: %w", a.Namespace, a.Function, want.version, deployErr)
+		}
+		var now desired
+		_, err := w.store.Execute(ctx, meta(job.Kind, job.ID), func(tx *store.Tx) error {
+			if err := completeTx(ctx, tx.Tx, job); err != nil {
+				return err
+			}
+			f, triggers, err := w.loadFunctionTx(ctx, tx, a.Namespace, a.Function)
+			if err != nil {
+				return err
+			}
+			now = desiredOf(f, triggers)
+			switch {
+			case !now.same(want) && round < maxConverge:
+				return errChanged
+			case !now.same(want):
+				w.log.WarnContext(ctx, "rollout: desired state keeps changing; handing over to a new job",
+					"namespace", a.Namespace, "function", a.Function)
+				return w.insertJobs(ctx, tx, RolloutArgs{Namespace: a.Namespace, Function: a.Function})
+			}
+			return w.recordRollout(ctx, tx, f, triggers, want, endpoint, deployErr)
+		})
+		if !errors.Is(err, errChanged) {
+			if err == nil {
+				w.log.InfoContext(ctx, "rollout finished", "namespace", a.Namespace, "function", a.Function,
+					"version", want.version, "replicas", want.replicas, "endpoint", endpoint, "error", deployErr)
+			}
+			return err
+		}
+		want = now
+	}
+}
+
+// deploy calls the driver for the desired state; without a built active
+// version there is nothing that could run, hence nothing to converge.
+func (w *Workers) deploy(ctx context.Context, d desired) (string, error) {
+	if d.version == 0 {
+		return "", nil
+	}
+	return w.cfg.Driver.Deploy(ctx, Deployment{Workload: d.workload, Replicas: d.replicas})
+}
+
+// recordRollout appends the outcome of converging to want: the function's
+// rollout event, each http trigger's active flag (running and enabled), and
+// a schedule job for each cron trigger, whose schedule follows the active version.
+func (w *Workers) recordRollout(ctx context.Context, tx *store.Tx, f *domain.Function, triggers []domain.Trigger,
+	want desired, endpoint string, deployErr error) error {
+	now := w.now()
+	running := want.version > 0 && want.replicas > 0 && deployErr == nil
+	if want.version > 0 {
+		var evs []domain.Event
+		var err error
+		if deployErr != nil {
+			evs, err = f.FailRollout(want.version, platformMessage(deployErr), now)
+		} else {
+			evs, err = f.CompleteRollout(want.version, endpoint, now)
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.Append(ctx, domain.FunctionStream(f.Namespace, f.Name), f, evs); err != nil {
+			return err
+		}
+	}
+	for i := range triggers {
+		t := &triggers[i]
+		stream := domain.TriggerStream(t.Namespace, t.Name)
+		switch t.Type {
+		case domain.TriggerHTTP:
+			if err := tx.Append(ctx, stream, t, t.SetActive(running && t.Enabled, now)); err != nil {
+				return err
+			}
+		case domain.TriggerCron:
+			if err := w.insertJobs(ctx, tx, ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// desired reads the desired state of a function outside a transaction.
+func (w *Workers) desired(ctx context.Context, ns, name string) (desired, error) {
+	f := domain.NewFunction(ns, name)
+	if err := w.read(ctx, domain.FunctionStream(ns, name), f); err != nil {
+		return desired{}, err
+	}
+	listed, err := w.store.ListTriggers(ctx, ns, name)
+	if err != nil {
+		return desired{}, err
+	}
+	return desiredOf(f, listed), nil
+}
+
+// loadFunctionTx loads a function and its triggers in tx, ready for appends.
+// Each trigger is loaded from its stream so its appends are checked against
+// the version seen.
+func (w *Workers) loadFunctionTx(ctx context.Context, tx *store.Tx, ns, name string) (*domain.Function, []domain.Trigger, error) {
+	f := domain.NewFunction(ns, name)
+	if err := tx.Load(ctx, domain.FunctionStream(ns, name), f); err != nil {
+		return nil, nil, err
+	}
+	names, err := triggerNamesTx(ctx, tx, ns, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	triggers := make([]domain.Trigger, 0, len(names))
+	for _, n := range names {
+		t := domain.NewTrigger(ns, n)
+		if err := tx.Load(ctx, domain.TriggerStream(ns, n), t); err != nil {
+			return nil, nil, err
+		}
+		if t.Exists && t.Function == name {
+			triggers = append(triggers, *t)
+		}
+	}
+	return f, triggers, nil
+}
+
+// triggerNamesTx lists a function's triggers from the read model inside tx:
+// on tx's own connection (a second pool connection per rollout could deadlock
+// a small pool) and after the job completion took its lock.
+func triggerNamesTx(ctx context.Context, tx *store.Tx, ns, function string) ([]string, error) {
+	ts, err := tx.ListTriggers(ctx, ns, function)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	return names, nil
+}

@@ -1,0 +1,164 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+)
+
+// runJobWorker executes one run of a one-shot job:
+//
+//	load → (stale run_id or finished? complete) → JobStarted on the active
+//	version (none built: JobFailed) → Driver.Run → JobSucceeded (last stdout
+//	line) | JobFailed (stderr; "timed out after N s"), completed in the same transaction
+//
+// A run interrupted after JobStarted (crash, stop) runs again on the version
+// it started on; once an outcome is recorded a rerun does nothing.
+type runJobWorker struct {
+	river.WorkerDefaults[RunJobArgs]
+	w *Workers
+}
+
+// Timeout is the longest function timeout plus a margin; each run is also
+// bounded by its own function's timeout (Work), which the driver enforces.
+func (r *runJobWorker) Timeout(*river.Job[RunJobArgs]) time.Duration { return maxRunTimeout }
+
+// Work runs the job, see runJobWorker.
+func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) error {
+	w, a := r.w, job.Args
+	stream := domain.JobStream(a.Namespace, a.Job)
+	md := meta(job.Kind, job.ID)
+
+	var spec RunSpec
+	done := false
+	_, err := w.store.Execute(ctx, md, func(tx *store.Tx) error {
+		done = false
+		j := domain.NewJob(a.Namespace, a.Job)
+		if err := tx.Load(ctx, stream, j); err != nil {
+			return err
+		}
+		if !j.Exists || j.RunID != a.RunID || j.Finished() { // deleted, superseded or already recorded
+			done = true
+			return completeTx(ctx, tx.Tx, job)
+		}
+		f := domain.NewFunction(a.Namespace, j.Function)
+		if err := tx.Load(ctx, domain.FunctionStream(a.Namespace, j.Function), f); err != nil {
+			return err
+		}
+		n := f.ActiveVersion
+		if j.Phase == domain.JobPhaseRunning { // an interrupted attempt started it: keep its version
+			n = j.Version
+		}
+		v, ok := f.Version(n)
+		if !f.Exists || !ok || v.BuildStatus != domain.BuildStatusSucceeded {
+			done = true
+			msg := fmt.Sprintf("function %q has no active built version to run", j.Function)
+			if j.Phase == domain.JobPhaseRunning {
+				msg = fmt.Sprintf("version %d of function %q, which this run started on, no longer exists", n, j.Function)
+			}
+			if err := tx.Append(ctx, stream, j, j.Fail(a.RunID, msg, "", w.now())); err != nil {
+				return err
+			}
+			return completeTx(ctx, tx.Tx, job)
+		}
+		spec = RunSpec{Workload: Workload{Namespace: a.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config},
+			Name: a.Job, RunID: a.RunID, Event: j.Event}
+		return tx.Append(ctx, stream, j, j.Start(a.RunID, v.Number, w.now()))
+	})
+	if err != nil || done {
+		return err
+	}
+
+	out, err := w.run(ctx, spec)
+	if ierr := interrupted(ctx, "run "+stream); ierr != nil {
+		return ierr
+	}
+	if err != nil {
+		if !giveUp(job.JobRow, err) {
+			return fmt.Errorf("run %s #%d: %w", stream, a.RunID, err)
+		}
+		out = runOutcome{message: fmt.Sprintf("the run could not start (attempt %d): %s", job.Attempt, platformMessage(err))}
+	}
+
+	_, err = w.store.Execute(ctx, md, func(tx *store.Tx) error {
+		j := domain.NewJob(a.Namespace, a.Job)
+		if err := tx.Load(ctx, stream, j); err != nil {
+			return err
+		}
+		evs := j.Fail(a.RunID, out.message, out.output, w.now())
+		if out.ok {
+			evs = j.Succeed(a.RunID, out.result, out.output, w.now())
+		}
+		if err := tx.Append(ctx, stream, j, evs); err != nil {
+			return err
+		}
+		return completeTx(ctx, tx.Tx, job)
+	})
+	if err == nil {
+		w.log.InfoContext(ctx, "job run finished", "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID, "ok", out.ok)
+	}
+	return err
+}
+
+// runOutcome is a run's result as the job events record it.
+type runOutcome struct {
+	ok      bool
+	result  string // the last stdout line, when ok
+	message string // why it failed (stderr, or the timeout), when not ok
+	output  string // everything the run wrote: stdout, then stderr
+}
+
+// run runs spec with the function's timeout (plus a margin for the driver to
+// report it), and reads the outcome. An error is the platform's, not the run's;
+// a driver that overran the timeout without reporting it still yields a timeout.
+func (w *Workers) run(ctx context.Context, spec RunSpec) (runOutcome, error) {
+	timeout := spec.Config.TimeoutSec
+	runCtx, cancel := context.WithTimeout(ctx, time.Duration(timeout)*time.Second+runMargin)
+	defer cancel()
+	res, err := w.cfg.Driver.Run(runCtx, spec)
+	if err != nil && ctx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+		return runOutcome{message: fmt.Sprintf("timed out after %d s", timeout)}, nil
+	}
+	if err != nil {
+		return runOutcome{}, err
+	}
+	return outcomeOf(res, timeout), nil
+}
+
+// outcomeOf reads a run result: exit 0 succeeds with the last non-empty
+// stdout line as the result; a timeout (or exit 124) fails with "timed out
+// after N s"; any other exit fails with stderr as the message.
+func outcomeOf(res RunResult, timeoutSec int) runOutcome {
+	out := runOutcome{output: res.Stdout}
+	if res.Stderr != "" {
+		if out.output != "" && !strings.HasSuffix(out.output, "\n") {
+			out.output += "\n"
+		}
+		out.output += res.Stderr
+	}
+	switch {
+	case res.TimedOut || res.ExitCode == 124:
+		out.message = fmt.Sprintf("timed out after %d s", timeoutSec)
+	case res.ExitCode != 0:
+		out.message = strings.TrimSpace(res.Stderr)
+		if out.message == "" {
+			out.message = fmt.Sprintf("the function exited with code %d and wrote nothing to stderr", res.ExitCode)
+		}
+	default:
+		out.ok, out.result = true, lastLine(res.Stdout)
+	}
+	return out
+}
+
+// lastLine returns the last non-blank line of s, trimmed.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, " \t\r\n"), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

@@ -1,0 +1,126 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/riverqueue/river"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+)
+
+// cronState is what a cron trigger's schedule should be, as the events say now.
+type cronState struct {
+	exists   bool // a cron trigger of that name exists
+	enabled  bool
+	schedule string
+	version  int // the active built version of its function; 0 when none
+	workload Workload
+}
+
+func (c cronState) same(o cronState) bool {
+	return c.exists == o.exists && c.enabled == o.enabled && c.schedule == o.schedule && c.version == o.version
+}
+
+// active is what the trigger reports: it fires (enabled) and there is a built version to fire.
+func (c cronState) active() bool { return c.exists && c.enabled && c.version > 0 }
+
+func cronStateOf(t *domain.Trigger, f *domain.Function) cronState {
+	c := cronState{exists: t.Exists && t.Type == domain.TriggerCron, enabled: t.Enabled, schedule: t.Schedule}
+	if !c.exists || !f.Exists {
+		return c
+	}
+	if v, ok := f.Version(f.ActiveVersion); ok && v.BuildStatus == domain.BuildStatusSucceeded {
+		c.version = v.Number
+		c.workload = Workload{Namespace: f.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config}
+	}
+	return c
+}
+
+// scheduleWorker converges one cron trigger (level-triggered, like rollouts):
+// for a driver with a Scheduler it applies the schedule (or removes it when
+// the trigger or its function's active version is gone); without one the
+// leader's cron enqueuer fires the slots and there is nothing to apply. Both
+// record TriggerActiveChanged (active = enabled and a built active version
+// exists), with the job completed in the same transaction, re-reading the
+// state after the completion as the rollout worker does.
+type scheduleWorker struct {
+	river.WorkerDefaults[ScheduleArgs]
+	w *Workers
+}
+
+// Work converges the trigger's schedule, see scheduleWorker.
+func (s *scheduleWorker) Work(ctx context.Context, job *river.Job[ScheduleArgs]) error {
+	w, a := s.w, job.Args
+	want, err := w.cronState(ctx, a.Namespace, a.Trigger)
+	if err != nil {
+		return err
+	}
+	for round := 1; ; round++ {
+		applyErr := w.applySchedule(ctx, a, want)
+		if ierr := interrupted(ctx, "schedule "+a.Namespace+"/"+a.Trigger); ierr != nil {
+			return ierr
+		}
+		if applyErr != nil && !giveUp(job.JobRow, applyErr) {
+			return fmt.Errorf("schedule %s/%s: %w", a.Namespace, a.Trigger, applyErr)
+		}
+		var now cronState
+		_, err := w.store.Execute(ctx, meta(job.Kind, job.ID), func(tx *store.Tx) error {
+			if err := completeTx(ctx, tx.Tx, job); err != nil {
+				return err
+			}
+			t := domain.NewTrigger(a.Namespace, a.Trigger)
+			if err := tx.Load(ctx, domain.TriggerStream(a.Namespace, a.Trigger), t); err != nil {
+				return err
+			}
+			f := domain.NewFunction(a.Namespace, t.Function)
+			if t.Function != "" {
+				if err := tx.Load(ctx, domain.FunctionStream(a.Namespace, t.Function), f); err != nil {
+					return err
+				}
+			}
+			now = cronStateOf(t, f)
+			switch {
+			case !now.same(want) && round < maxConverge:
+				return errChanged
+			case !now.same(want):
+				return w.insertJobs(ctx, tx, ScheduleArgs{Namespace: a.Namespace, Trigger: a.Trigger})
+			}
+			stream := domain.TriggerStream(a.Namespace, a.Trigger)
+			return tx.Append(ctx, stream, t, t.SetActive(want.active() && applyErr == nil, w.now()))
+		})
+		if !errors.Is(err, errChanged) {
+			return err
+		}
+		want = now
+	}
+}
+
+// applySchedule makes a Scheduler driver's schedule match c; drivers without
+// one need nothing applied.
+func (w *Workers) applySchedule(ctx context.Context, a ScheduleArgs, c cronState) error {
+	switch {
+	case w.scheduler == nil:
+		return nil
+	case !c.exists || c.version == 0:
+		return w.scheduler.RemoveSchedule(ctx, a.Namespace, a.Trigger)
+	}
+	return w.scheduler.ApplySchedule(ctx, CronSpec{Workload: c.workload, Trigger: a.Trigger, Schedule: c.schedule, Enabled: c.enabled})
+}
+
+// cronState reads a cron trigger and its function outside a transaction.
+func (w *Workers) cronState(ctx context.Context, ns, name string) (cronState, error) {
+	t := domain.NewTrigger(ns, name)
+	if err := w.read(ctx, domain.TriggerStream(ns, name), t); err != nil {
+		return cronState{}, err
+	}
+	f := domain.NewFunction(ns, t.Function)
+	if t.Function != "" {
+		if err := w.read(ctx, domain.FunctionStream(ns, t.Function), f); err != nil {
+			return cronState{}, err
+		}
+	}
+	return cronStateOf(t, f), nil
+}

@@ -1,0 +1,289 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultBuildTimeout   = 30 * time.Minute
+	DefaultCronInterval   = 5 * time.Second
+	DefaultCronCatchUp    = time.Hour
+	DefaultBuildWorkers   = 2
+	DefaultRolloutWorkers = 10
+	DefaultRunWorkers     = 20
+)
+
+// runMargin is added to a function's timeout for a run's River timeout: the
+// driver enforces the function timeout itself and needs time to report it.
+const runMargin = time.Minute
+
+// rolloutTimeout bounds a rollout, schedule or cleanup: a Deploy waits for a
+// new version to become healthy, which takes seconds, not minutes.
+const rolloutTimeout = 5 * time.Minute
+
+// completedRetention is how long River keeps completed jobs. The cron
+// enqueuer relies on it: a cron run's row is what says its slot was fired, so
+// CronCatchUp must stay below it.
+const completedRetention = 24 * time.Hour
+
+// CodeDeleter is implemented by code stores that can delete stored code
+// (codestore.Store); the cleanup worker uses it when Config.Code has it.
+type CodeDeleter interface {
+	Delete(ctx context.Context, prefix string) error
+}
+
+// Config wires the workers to the rest of the process.
+type Config struct {
+	// Store appends the workers' outcome events. Nil means a Store on the
+	// same pool that inserts follow-up jobs with the workers' own client.
+	Store *store.Store
+	// Driver runs the functions (localdriver, k8sdriver). Required.
+	Driver Driver
+	// Code reads stored code for builds; if it is also a CodeDeleter, the
+	// cleanup worker deletes a deleted function's code with it.
+	Code CodeFetcher
+	// Clock is the time recorded in events and used to find due cron slots;
+	// tests inject a fake one. Default time.Now.
+	Clock func() time.Time
+	// CronInterval is how often the leader looks for due cron slots (drivers
+	// without a Scheduler only). Default DefaultCronInterval.
+	CronInterval time.Duration
+	// CronCatchUp is how far back missed cron slots are still run (once, see
+	// cron.go). At most 23 hours. Default DefaultCronCatchUp.
+	CronCatchUp time.Duration
+	// BuildTimeout bounds one build. Default DefaultBuildTimeout.
+	BuildTimeout time.Duration
+	// BuildWorkers, RolloutWorkers and RunWorkers size the queues: builds are
+	// slow and few, rollouts and runs short and many. Defaults above.
+	BuildWorkers, RolloutWorkers, RunWorkers int
+	// Logger receives the workers' logs, and River's from level Warn up
+	// (River reports job counts at Info every few seconds, which the cron
+	// ticks would turn into steady noise). Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Workers is the one River client of a process together with the workers of
+// every job kind. Create it with New, then Start and Stop it.
+type Workers struct {
+	cfg       Config
+	pool      *pgxpool.Pool
+	store     *store.Store
+	client    *river.Client[pgx.Tx]
+	scheduler Scheduler // nil: the leader fires cron slots through Driver.Run
+	deleter   CodeDeleter
+	log       *slog.Logger
+}
+
+// New creates the River client of the process on pool with a worker for
+// every job kind (build, rollout, schedule, run_job, cleanup, and for drivers
+// without a Scheduler the leader-only cron_tick and cron_run). Nothing runs
+// until Start. River's listener holds one pool connection for good, so size
+// the pool for it.
+//
+// Errors: EINVALID for a missing Driver or an out-of-range setting;
+// EINTERNAL when River refuses the configuration.
+func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
+	if cfg.Driver == nil {
+		return nil, domain.Errorf(domain.EINVALID, "workers: a Driver is required")
+	}
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	w := &Workers{cfg: cfg, pool: pool, log: cfg.Logger}
+	w.scheduler, _ = cfg.Driver.(Scheduler)
+	w.deleter, _ = cfg.Code.(CodeDeleter)
+
+	ws := river.NewWorkers()
+	river.AddWorker(ws, &buildWorker{w: w})
+	river.AddWorker(ws, &rolloutWorker{w: w})
+	river.AddWorker(ws, &scheduleWorker{w: w})
+	river.AddWorker(ws, &runJobWorker{w: w})
+	river.AddWorker(ws, &cleanupWorker{w: w})
+	river.AddWorker(ws, &cronTickWorker{w: w})
+	river.AddWorker(ws, &cronRunWorker{w: w})
+
+	rc := &river.Config{
+		Queues: map[string]river.QueueConfig{
+			QueueBuilds:   {MaxWorkers: cfg.BuildWorkers},
+			QueueRollouts: {MaxWorkers: cfg.RolloutWorkers},
+			QueueRuns:     {MaxWorkers: cfg.RunWorkers},
+			QueueDefault:  {MaxWorkers: 2},
+		},
+		Workers:                     ws,
+		JobTimeout:                  rolloutTimeout,
+		RescueStuckJobsAfter:        cfg.longestTimeout() + 15*time.Minute,
+		CompletedJobRetentionPeriod: completedRetention,
+		Logger:                      slog.New(minLevel{cfg.Logger.Handler(), slog.LevelWarn}),
+	}
+	if w.scheduler == nil {
+		rc.PeriodicJobs = []*river.PeriodicJob{cronTickJob(cfg.CronInterval)}
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), rc)
+	if err != nil {
+		return nil, domain.Errorf(domain.EINTERNAL, "workers: create River client: %v", err)
+	}
+	w.client = client
+	w.store = cfg.Store
+	if w.store == nil {
+		w.store = store.New(pool, client)
+	}
+	return w, nil
+}
+
+func (c *Config) defaults() error {
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.CronInterval <= 0 {
+		c.CronInterval = DefaultCronInterval
+	}
+	if c.CronCatchUp <= 0 {
+		c.CronCatchUp = DefaultCronCatchUp
+	}
+	if c.CronCatchUp >= completedRetention-time.Hour {
+		return domain.Errorf(domain.EINVALID, "workers: CronCatchUp %s must be below %s", c.CronCatchUp, completedRetention-time.Hour)
+	}
+	if c.BuildTimeout <= 0 {
+		c.BuildTimeout = DefaultBuildTimeout
+	}
+	for _, n := range []*int{&c.BuildWorkers, &c.RolloutWorkers, &c.RunWorkers} {
+		if *n < 0 || *n > 10000 {
+			return domain.Errorf(domain.EINVALID, "workers: a queue size of %d is out of range (1 to 10000)", *n)
+		}
+	}
+	if c.BuildWorkers == 0 {
+		c.BuildWorkers = DefaultBuildWorkers
+	}
+	if c.RolloutWorkers == 0 {
+		c.RolloutWorkers = DefaultRolloutWorkers
+	}
+	if c.RunWorkers == 0 {
+		c.RunWorkers = DefaultRunWorkers
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// longestTimeout is the longest a job may run: River rescues a job as stuck
+// only after it, plus a margin, so a running build is never run twice.
+func (c *Config) longestTimeout() time.Duration {
+	return max(c.BuildTimeout, maxRunTimeout, rolloutTimeout)
+}
+
+// maxRunTimeout is the River timeout of a run: the longest function timeout
+// plus the margin. Each run also gets its own function's timeout.
+const maxRunTimeout = domain.MaxTimeoutSec*time.Second + runMargin
+
+// Client returns the River client, for a Store that inserts outbox jobs
+// (store.New(pool, w.Client())) and for operators' tools.
+func (w *Workers) Client() *river.Client[pgx.Tx] { return w.client }
+
+// Store returns the Store the workers append their outcomes with.
+func (w *Workers) Store() *store.Store { return w.store }
+
+// Start starts working jobs (and, on the elected leader, the cron enqueuer)
+// until Stop or until ctx is cancelled.
+//
+// Errors: EUNAVAILABLE when the database cannot be reached; EINTERNAL otherwise.
+func (w *Workers) Start(ctx context.Context) error {
+	if err := w.client.Start(ctx); err != nil {
+		return domain.Errorf(domain.EUNAVAILABLE, "workers: start River: %v", err)
+	}
+	return nil
+}
+
+// Stop stops fetching jobs and waits for running ones until ctx is done; then
+// it cancels those still running (they are retried on the next start, without
+// losing an attempt) and waits up to 30 seconds for them to return.
+//
+// Errors: EUNAVAILABLE when running jobs did not return in time.
+func (w *Workers) Stop(ctx context.Context) error {
+	if err := w.client.Stop(ctx); err == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := w.client.StopAndCancel(cctx); err != nil && !errors.Is(err, context.Canceled) {
+		return domain.Errorf(domain.EUNAVAILABLE, "workers: stop: running jobs did not return: %v", err)
+	}
+	return nil
+}
+
+func (w *Workers) now() time.Time { return w.cfg.Clock().UTC() }
+
+// Rollout asks for a function to be converged again; the local driver's
+// OnFailure callback calls it when a running version crash-loops, and the
+// rollout's Deploy then reports the crash as RolloutFailed. While a rollout
+// of the function waits, the insert is skipped (that one converges too);
+// while one runs, it may have deployed before the failure, so another is
+// inserted once it finished.
+//
+// Errors: EUNAVAILABLE when the database cannot be reached.
+func (w *Workers) Rollout(ctx context.Context, namespace, function string) error {
+	args := RolloutArgs{Namespace: namespace, Function: function}
+	res, err := w.client.Insert(ctx, args, nil)
+	if err != nil {
+		return domain.Errorf(domain.EUNAVAILABLE, "workers: enqueue a rollout of %s/%s: %v", namespace, function, err)
+	}
+	if res.UniqueSkippedAsDuplicate && res.Job.State == rivertype.JobStateRunning {
+		go w.rolloutAfter(res.Job.ID, args)
+	}
+	return nil
+}
+
+// rolloutAfter inserts args once job id is no longer running (bounded by the
+// rollout timeout; River rescues a stuck one later still).
+func (w *Workers) rolloutAfter(id int64, args RolloutArgs) {
+	ctx, cancel := context.WithTimeout(context.Background(), rolloutTimeout+time.Minute)
+	defer cancel()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			w.log.Warn("workers: gave up re-enqueueing a rollout after a failure", "namespace", args.Namespace, "function", args.Function)
+			return
+		case <-tick.C:
+		}
+		row, err := w.client.JobGet(ctx, id)
+		if err == nil && row.State == rivertype.JobStateRunning {
+			continue
+		}
+		if _, err := w.client.Insert(ctx, args, nil); err == nil {
+			return
+		}
+	}
+}
+
+// minLevel drops records below min, whatever the wrapped handler accepts.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(as), m.min}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{m.Handler.WithGroup(name), m.min}
+}
