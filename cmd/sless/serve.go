@@ -2,16 +2,267 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"riverqueue.com/riverui"
+
+	"github.com/slessio/sless/httpapi"
+	"github.com/slessio/sless/httpapi/auth"
+	"github.com/slessio/sless/localdriver"
+	"github.com/slessio/sless/store/codestore"
+	"github.com/slessio/sless/store/codestore/s3embed"
+	"github.com/slessio/sless/workers"
 )
 
-// runServe implements `sless serve`.
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return fmt.Errorf("serve is not wired yet")
+// runDev implements `sless dev`: everything in one process on embedded
+// defaults (private PostgreSQL, embedded S3, local driver, dev signing key).
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := bindConfig(fs)
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	return runPlatform(ctx, c, true, stdout, stderr)
 }
 
-// runDev implements `sless dev`.
-func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return fmt.Errorf("dev is not wired yet")
+// runServe implements `sless serve`: the control plane against an external
+// PostgreSQL and S3, with tokens checked against the configured keys.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := bindConfig(fs)
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case c.DatabaseURL == "":
+		return errors.New("serve needs DATABASE_URL (or --database-url); `sless dev` runs on embedded defaults")
+	case c.S3Endpoint == "":
+		return errors.New("serve needs S3_ENDPOINT (or --s3-endpoint); `sless dev` runs an embedded S3 server")
+	case c.JWTSecret == "" && c.JWKSURL == "" && c.JWKSFile == "":
+		return errors.New("serve needs SLESS_JWT_SECRET, SLESS_JWKS_URL or SLESS_JWKS_FILE to verify tokens")
+	}
+	return runPlatform(ctx, c, false, stdout, stderr)
+}
+
+// platform holds what runPlatform started, to stop it in reverse order.
+type platform struct {
+	db      *database
+	s3      *s3embed.Server
+	driver  *localdriver.Driver
+	workers *workers.Workers
+	http    *http.Server
+}
+
+// runPlatform starts the database, object storage, workers, driver and API,
+// serves until ctx ends, then stops everything, child processes included.
+func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Writer) (err error) {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
+		return err
+	}
+	// 0755: when sless runs as root, the private cluster runs as the postgres
+	// user, who must be able to reach its data dir below this one.
+	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
+		return err
+	}
+	p := &platform{}
+	defer func() { p.stop(ctx, c.ShutdownWait, log) }()
+
+	if p.db, err = openDatabase(ctx, c, true, stderr); err != nil {
+		return err
+	}
+	code, err := p.openCode(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	verifier, err := newVerifier(c, dev, log)
+	if err != nil {
+		return err
+	}
+	p.driver, err = localdriver.New(localdriver.Options{
+		Dir:    c.path("local"),
+		Logger: log.With("component", "localdriver"),
+		OnFailure: func(ns, fn string) {
+			if p.workers != nil {
+				if err := p.workers.Rollout(context.WithoutCancel(ctx), ns, fn); err != nil {
+					log.Error("roll out after a crash loop", "namespace", ns, "function", fn, "error", err)
+				}
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if p.workers, err = workers.New(p.db.Pool, workers.Config{Driver: p.driver, Code: code, Logger: log.With("component", "workers")}); err != nil {
+		return err
+	}
+	ui, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(p.workers.Client(), nil), Logger: log.With("component", "riverui"), Prefix: "/riverui"})
+	if err != nil {
+		return fmt.Errorf("river ui: %w", err)
+	}
+	if err := ui.Start(ctx); err != nil {
+		return fmt.Errorf("river ui: %w", err)
+	}
+
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.Listen, err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if c.ExternalURL == "" {
+		c.ExternalURL = fmt.Sprintf("http://localhost:%d", port)
+	}
+	api, err := httpapi.New(httpapi.Config{
+		Store: p.workers.Store(), Code: code, Verifier: verifier, ExternalURL: c.ExternalURL,
+		RateLimit: c.RateLimit, RateBurst: c.RateBurst, RiverUI: ui, Logger: log.With("component", "api"),
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if err := p.workers.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	if err := p.resume(ctx, log); err != nil {
+		ln.Close()
+		return err
+	}
+	p.http = api.HTTPServer(c.Listen)
+	served := make(chan error, 1)
+	go func() { served <- p.http.Serve(ln) }()
+	log.Info("sless is serving", "api", c.ExternalURL+"/v1", "data_dir", c.DataDir)
+	if dev {
+		if err := printWelcome(stdout, c); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("stopping")
+		return nil
+	case err := <-served:
+		return fmt.Errorf("http server: %w", err)
+	}
+}
+
+// openCode connects to S3_ENDPOINT or starts the embedded S3 server on files
+// under the data dir, so minio-go is the one code path everywhere.
+func (p *platform) openCode(ctx context.Context, c *config, log *slog.Logger) (*codestore.Store, error) {
+	endpoint := c.S3Endpoint
+	if endpoint == "" {
+		srv, err := s3embed.Start(ctx, s3embed.Options{Dir: c.path("s3"), AccessKey: c.S3AccessKey, SecretKey: c.S3SecretKey,
+			Buckets: []string{c.S3Bucket}, Logger: log.With("component", "s3embed")})
+		if err != nil {
+			return nil, fmt.Errorf("start embedded S3: %w", err)
+		}
+		p.s3 = srv
+		endpoint = srv.URL()
+		log.Info("S3_ENDPOINT is not set: serving an embedded S3 server", "endpoint", endpoint, "dir", c.path("s3"))
+	}
+	return codestore.New(ctx, codestore.Config{Endpoint: endpoint, AccessKey: c.S3AccessKey, SecretKey: c.S3SecretKey,
+		Bucket: c.S3Bucket, Region: c.S3Region, UseSSL: c.S3UseSSL})
+}
+
+// newVerifier checks HS256 tokens with the configured secret (dev: the key in
+// the data dir) and RS256/ES256 tokens against a JWKS when one is configured.
+func newVerifier(c *config, dev bool, log *slog.Logger) (*auth.Verifier, error) {
+	cfg := auth.Config{JWKSURL: c.JWKSURL, JWKSFile: c.JWKSFile, Issuer: c.JWTIssuer, Audience: c.JWTAudience,
+		AdminClaim: c.AdminClaim, Logger: log.With("component", "auth")}
+	if c.JWTSecret != "" || dev {
+		key, err := signingKey(c)
+		if err != nil {
+			return nil, err
+		}
+		cfg.HS256Secret = key
+	}
+	return auth.NewVerifier(cfg)
+}
+
+// resume asks for every function to be converged again: after a restart the
+// local driver runs nothing, and the read model says what should run.
+func (p *platform) resume(ctx context.Context, log *slog.Logger) error {
+	fns, err := p.workers.Store().ListAllFunctions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, f := range fns {
+		if f.ActiveVersion == 0 {
+			continue
+		}
+		if err := p.workers.Rollout(ctx, f.Namespace, f.Name); err != nil {
+			return err
+		}
+	}
+	if len(fns) > 0 {
+		log.Info("resuming functions", "count", len(fns))
+	}
+	return nil
+}
+
+// stop shuts everything down in reverse order within the shutdown timeout.
+func (p *platform) stop(ctx context.Context, wait time.Duration, log *slog.Logger) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
+	defer cancel()
+	if p.http != nil {
+		if err := p.http.Shutdown(sctx); err != nil {
+			log.Warn("http shutdown", "error", err)
+		}
+	}
+	if p.workers != nil {
+		if err := p.workers.Stop(sctx); err != nil {
+			log.Warn("workers stop", "error", err)
+		}
+	}
+	if p.driver != nil {
+		if err := p.driver.Close(sctx); err != nil {
+			log.Warn("local driver stop", "error", err)
+		}
+	}
+	if p.s3 != nil {
+		_ = p.s3.Close()
+	}
+	if p.db != nil {
+		p.db.Close(sctx)
+	}
+}
+
+// printWelcome prints the API URL, a token for a demo user and a first curl.
+func printWelcome(w io.Writer, c *config) error {
+	secret, err := signingKey(c)
+	if err != nil {
+		return err
+	}
+	const demo = "demo"
+	tok, err := auth.Mint(secret, demo, 30*24*time.Hour, nil)
+	if err != nil {
+		return err
+	}
+	api := strings.TrimSuffix(c.ExternalURL, "/") + "/v1/namespaces/" + auth.Namespace(demo)
+	_, err = fmt.Fprintf(w, `
+sless is running.
+  API:        %s/v1   (OpenAPI: %s/v1/openapi.json)
+  namespace:  %s   (user %q)
+  token:      %s
+
+Try it:
+  export TOKEN=%s API=%s
+  curl -s -X POST -H "Authorization: Bearer $TOKEN" -d '{"name":"hello","runtime":"python3.11"}' $API/functions
+  curl -s -H "Authorization: Bearer $TOKEN" -H 'Accept: text/plain' $API/functions
+
+Press Ctrl-C to stop (functions are started again on the next run).
+`, c.ExternalURL, c.ExternalURL, auth.Namespace(demo), demo, tok, tok, api)
+	return err
 }
