@@ -52,8 +52,6 @@ var slessStdout, slessStderr *os.File
 
 func main() {
 	slessStdout, slessStderr = slessDupFile(1, "stdout"), slessDupFile(2, "stderr")
-	// A crash in a goroutine the function started must not vanish into a capture.
-	_ = debug.SetCrashOutput(slessStderr, debug.CrashOptions{})
 	switch mode := os.Getenv("SLESS_MODE"); mode {
 	case "", "server":
 		os.Exit(slessServe())
@@ -180,6 +178,15 @@ func (s *slessServer) redirect(on bool) {
 	}
 	if err := slessDup2(errOut, 2); err != nil {
 		fmt.Fprintf(slessStderr, "sless: redirect stderr: %v\n", err)
+	}
+	// While descriptor 2 points at a capture, a crash (say in a goroutine the
+	// function started) must also reach the real stderr; outside a capture
+	// descriptor 2 is the real stderr already, and a second copy would
+	// interleave with the first.
+	if on {
+		_ = debug.SetCrashOutput(slessStderr, debug.CrashOptions{})
+	} else {
+		_ = debug.SetCrashOutput(nil, debug.CrashOptions{})
 	}
 }
 
