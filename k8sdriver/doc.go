@@ -1,7 +1,25 @@
-// Package k8sdriver runs functions on Kubernetes: pure builders that turn a
-// function version into objects (tenant Namespace, kaniko build Job,
-// Deployment + Service, CronJob, Job) and a thin client-go layer that applies
-// them with the caller's context. It implements the workers.Driver port.
+// Package k8sdriver runs functions on Kubernetes; it implements the
+// workers.Driver and workers.Scheduler ports.
 //
-// It may import domain and client-go.
+// Pure builders turn a function version into objects, deterministically
+// (sorted env, stable labels, app.kubernetes.io/managed-by=sless):
+// TenantObjects (Namespace with Pod Security "restricted", default-deny
+// NetworkPolicy, ResourceQuota, LimitRange), KanikoJob (build Job in the
+// build namespace), Deployment + Service + EnvSecret (HTTP serving), RunJob
+// (one run) and CronJob (one cron trigger). A thin client-go layer (Driver)
+// applies them with server-side apply (field manager "sless") using the
+// caller's context, waits for Jobs and rollouts, and maps API errors to
+// domain codes at this boundary (mapErr).
+//
+// Pods are always found by the driver's own labels (sless.dev/job,
+// sless.dev/build, sless.dev/function, sless.dev/version), never by labels
+// Kubernetes sets. Container output is read through LogSource, the one thing
+// that needs a kubelet: KubeletLogs in production, a fake in tests, which run
+// against a real kube-apiserver and controller manager (k8sdriver/testcluster)
+// and write pod status as a kubelet would.
+//
+// Lifecycle of a run's Job: created (ttl unset) → Complete | Failed
+// (DeadlineExceeded = exit 124) → output read → ttlSecondsAfterFinished set.
+//
+// It may import domain, workers (the port's types) and client-go.
 package k8sdriver

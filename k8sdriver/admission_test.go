@@ -1,0 +1,54 @@
+package k8sdriver
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/workers"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestPodSecurityAdmission creates the pods of every builder (dry run) where
+// the driver puts them: function pods pass "restricted" in a tenant
+// namespace, kaniko passes "baseline" in the build namespace; and a plain
+// pod and kaniko are refused in a tenant namespace, which shows that
+// admission is really judging.
+func TestPodSecurityAdmission(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	if err := e.d.EnsureNamespace(e.ctx(), e.ns); err != nil {
+		t.Fatal(err)
+	}
+	w := goldenWorkload()
+	w.Namespace = e.ns
+	specs := map[string]corev1.PodSpec{
+		"deployment": decode[corev1.PodTemplateSpec](t, Deployment(workers.Deployment{Workload: w, Replicas: 1}).Spec.Template).Spec,
+		"run":        decode[batchv1.Job](t, RunJob(e.cfg, workers.RunSpec{Workload: w, Name: "r", RunID: 1})).Spec.Template.Spec,
+		"cron":       decode[batchv1.CronJob](t, CronJob(e.cfg, workers.CronSpec{Workload: w, Trigger: "t", Schedule: "@daily"})).Spec.JobTemplate.Spec.Template.Spec,
+	}
+	kaniko := decode[batchv1.Job](t, KanikoJob(e.cfg, goldenBuild(domain.RuntimeGo123, "Handle"))).Spec.Template.Spec
+	create := func(ns, name string, spec corev1.PodSpec) error {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+		_, err := e.c.Client.CoreV1().Pods(ns).Create(e.ctx(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	for name, spec := range specs {
+		if err := create(e.ns, name, spec); err != nil {
+			t.Errorf("%s pod refused in a tenant namespace: %v", name, err)
+		}
+	}
+	if err := create("sless-builds", "kaniko", kaniko); err != nil {
+		t.Errorf("kaniko refused in the build namespace: %v", err)
+	}
+	for name, spec := range map[string]corev1.PodSpec{
+		"kaniko": kaniko,
+		"plain":  {Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	} {
+		if err := create(e.ns, name, spec); err == nil || !strings.Contains(err.Error(), "restricted") {
+			t.Errorf("a %s pod in a tenant namespace = %v; want refused by Pod Security restricted", name, err)
+		}
+	}
+}

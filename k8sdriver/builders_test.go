@@ -1,0 +1,380 @@
+package k8sdriver
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/workers"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// builderConfig is the configuration of the golden files.
+func builderConfig() Config {
+	return Config{
+		Registry: "registry.test/sless",
+		Cache:    true, CacheRepo: "registry.test/sless/cache",
+		S3:           S3Config{Bucket: "sless-code", Endpoint: "http://minio.sless-system.svc:9000"},
+		EgressCIDRs:  []string{"0.0.0.0/0"},
+		BuildTimeout: 10 * time.Minute,
+	}
+}
+
+const goldenNS = "sless-0123456789abcdef"
+
+func goldenWorkload() workers.Workload {
+	return workers.Workload{Namespace: goldenNS, Function: "hello", Version: 3,
+		Image: "registry.test/sless/" + goldenNS + "/hello:0123456789abcdef01234567-89abcdef",
+		Config: domain.FunctionConfig{Runtime: domain.RuntimePython311, Entrypoint: "handler.handle", MemoryMB: 256, TimeoutSec: 30,
+			EnvVars: map[string]string{"DB_PASSWORD": "hunter2-literal", "GREETING": "hi", "API_TOKEN": "tok-literal"}}}
+}
+
+func goldenBuild(rt domain.Runtime, entrypoint string) workers.BuildSpec {
+	return workers.BuildSpec{Namespace: goldenNS, Function: "hello", Version: 3,
+		Digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		ZipKey: "code/" + goldenNS + "/hello/0123/source.zip", ContextKey: "code/" + goldenNS + "/hello/0123/context-00aa.tar.gz",
+		Config: domain.FunctionConfig{Runtime: rt, Entrypoint: entrypoint, MemoryMB: 128, TimeoutSec: 30}}
+}
+
+// goldenObjects are every builder's output for the golden inputs.
+func goldenObjects(t *testing.T) map[string]any {
+	t.Helper()
+	cfg := builderConfig()
+	w := goldenWorkload()
+	tenant, err := TenantObjects(cfg, goldenNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCache := cfg
+	noCache.Cache = false
+	return map[string]any{
+		"tenant-namespace":     tenant.Namespace,
+		"tenant-networkpolicy": tenant.NetworkPolicy,
+		"tenant-quota":         tenant.Quota,
+		"tenant-limitrange":    tenant.LimitRange,
+		"kaniko-python-cache":  KanikoJob(cfg, goldenBuild(domain.RuntimePython311, "handler.handle")),
+		"kaniko-go-nocache":    KanikoJob(noCache, goldenBuild(domain.RuntimeGo123, "Handle")),
+		"deployment":           Deployment(workers.Deployment{Workload: w, Replicas: 2}),
+		"service":              Service(goldenNS, "hello"),
+		"env-secret":           EnvSecret(w),
+		"run-job":              RunJob(cfg, workers.RunSpec{Workload: w, Name: "nightly-report", RunID: 42, Event: json.RawMessage(`{"n":7}`)}),
+		"cronjob-suspended":    CronJob(Config{Registry: "r", S3: S3Config{Bucket: "b"}, CronTimeZone: "Europe/Paris"}, workers.CronSpec{Workload: w, Trigger: "every-minute", Schedule: "* * * * *", Enabled: false}),
+	}
+}
+
+// TestGolden compares every builder's output with testdata/<name>.json; run
+// with -update to rewrite them after a deliberate change, and read the diff.
+func TestGolden(t *testing.T) {
+	t.Parallel()
+	for name, obj := range goldenObjects(t) {
+		got, err := json.MarshalIndent(obj, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, '\n')
+		path := filepath.Join("testdata", name+".json")
+		if *update {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run go test -run TestGolden -update to create it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from %s (go test -run TestGolden -update rewrites it):\n%s", name, path, got)
+		}
+	}
+}
+
+// TestBuildersAreDeterministic builds every object many times: map order
+// must never show in the output.
+func TestBuildersAreDeterministic(t *testing.T) {
+	t.Parallel()
+	first, _ := json.Marshal(goldenObjects(t))
+	for range 20 {
+		again, _ := json.Marshal(goldenObjects(t))
+		if !bytes.Equal(first, again) {
+			t.Fatal("the builders' output changed between two calls with the same input")
+		}
+	}
+}
+
+// decode turns an apply configuration into the typed object.
+func decode[T any](t *testing.T, ac any) *T {
+	t.Helper()
+	data, err := json.Marshal(ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	return &v
+}
+
+// functionPodSpecs returns the pod specs of every function workload.
+func functionPodSpecs(t *testing.T) map[string]corev1.PodSpec {
+	objs := goldenObjects(t)
+	return map[string]corev1.PodSpec{
+		"deployment": decode[appsv1.Deployment](t, objs["deployment"]).Spec.Template.Spec,
+		"run-job":    decode[batchv1.Job](t, objs["run-job"]).Spec.Template.Spec,
+		"cronjob":    decode[batchv1.CronJob](t, objs["cronjob-suspended"]).Spec.JobTemplate.Spec.Template.Spec,
+	}
+}
+
+// TestRestrictedSecurityContext: every function pod meets Pod Security
+// "restricted" and gets no service account token (research 4F F1).
+func TestRestrictedSecurityContext(t *testing.T) {
+	t.Parallel()
+	for name, spec := range functionPodSpecs(t) {
+		psc := spec.SecurityContext
+		if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("%s: pod security context %+v is not restricted", name, psc)
+		}
+		if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+			t.Errorf("%s: the service account token is mounted", name)
+		}
+		if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+			t.Errorf("%s: host namespaces are shared", name)
+		}
+		for _, v := range spec.Volumes {
+			if v.HostPath != nil {
+				t.Errorf("%s: hostPath volume %s", name, v.Name)
+			}
+		}
+		for _, c := range spec.Containers {
+			sc := c.SecurityContext
+			if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+				sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 ||
+				sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+				t.Errorf("%s/%s: container security context %+v is not restricted with a read-only root", name, c.Name, sc)
+			}
+			if c.Resources.Limits.Memory().Value() != 256<<20 || c.Resources.Requests.Memory().Value() != 256<<20 {
+				t.Errorf("%s/%s: memory %v, want memory_mb 256 as request and limit", name, c.Name, c.Resources)
+			}
+		}
+	}
+}
+
+// secretish matches variable names that would carry credentials.
+var secretish = regexp.MustCompile(`(?i)secret|password|passwd|token|access_key|credential|api_key`)
+
+// TestNoSecretLiteralsInEnv: credentials reach containers by reference only;
+// the user's variables are in a Secret, never literal in a pod spec
+// (research 4F F4; the prototype set them with kubectl set env).
+func TestNoSecretLiteralsInEnv(t *testing.T) {
+	t.Parallel()
+	w := goldenWorkload()
+	specs := functionPodSpecs(t)
+	objs := goldenObjects(t)
+	specs["kaniko-python-cache"] = decode[batchv1.Job](t, objs["kaniko-python-cache"]).Spec.Template.Spec
+	specs["kaniko-go-nocache"] = decode[batchv1.Job](t, objs["kaniko-go-nocache"]).Spec.Template.Spec
+	for name, spec := range specs {
+		data, _ := json.Marshal(spec)
+		for k, v := range w.Config.EnvVars {
+			if strings.Contains(string(data), v) {
+				t.Errorf("%s: the value of the user's %s appears in the pod spec", name, k)
+			}
+		}
+		for _, c := range spec.Containers {
+			for _, e := range c.Env {
+				if secretish.MatchString(e.Name) && e.ValueFrom == nil {
+					t.Errorf("%s/%s: %s is a literal value", name, c.Name, e.Name)
+				}
+			}
+		}
+	}
+	for name, spec := range functionPodSpecs(t) {
+		env := spec.Containers[0].EnvFrom
+		if len(env) != 1 || env[0].SecretRef == nil || env[0].SecretRef.Name != EnvSecretName("hello", w.Config.EnvVars) {
+			t.Errorf("%s: envFrom = %+v, want the version's Secret", name, env)
+		}
+		names := []string{}
+		for _, e := range spec.Containers[0].Env {
+			names = append(names, e.Name)
+		}
+		if !slices.IsSorted(names) {
+			t.Errorf("%s: env not sorted: %v", name, names)
+		}
+	}
+	secret := decode[corev1.Secret](t, objs["env-secret"])
+	if secret.Immutable == nil || !*secret.Immutable || string(secret.Data["DB_PASSWORD"]) != "hunter2-literal" {
+		t.Errorf("env secret = %+v, want immutable with the user's variables", secret)
+	}
+}
+
+// TestKanikoJob checks the build isolation settings (research 4E E5) and
+// that --cache follows the configuration both ways: the prototype broke
+// builds by toggling it.
+func TestKanikoJob(t *testing.T) {
+	t.Parallel()
+	objs := goldenObjects(t)
+	for name, want := range map[string]struct {
+		cache, buildArg string
+	}{
+		"kaniko-python-cache": {"--cache=true", ""},
+		"kaniko-go-nocache":   {"--cache=false", "--build-arg=SLESS_ENTRYPOINT=Handle"},
+	} {
+		job := decode[batchv1.Job](t, objs[name])
+		if job.Namespace != "sless-builds" {
+			t.Errorf("%s: namespace %q, want the build namespace", name, job.Namespace)
+		}
+		if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 1 || job.Spec.ActiveDeadlineSeconds == nil || *job.Spec.ActiveDeadlineSeconds != 600 {
+			t.Errorf("%s: backoffLimit %v, activeDeadlineSeconds %v; want 1 and 600", name, job.Spec.BackoffLimit, job.Spec.ActiveDeadlineSeconds)
+		}
+		pod := job.Spec.Template.Spec
+		if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken || pod.RestartPolicy != corev1.RestartPolicyNever {
+			t.Errorf("%s: token mounted or restarted in place", name)
+		}
+		if job.Spec.Template.Labels[LabelBuild] != job.Name || job.Spec.Template.Labels[LabelNamespace] != goldenNS {
+			t.Errorf("%s: pod labels %v lack the build and tenant labels", name, job.Spec.Template.Labels)
+		}
+		c := pod.Containers[0]
+		args := strings.Join(c.Args, " ")
+		for _, a := range []string{"--context=s3://sless-code/code/" + goldenNS + "/hello/0123/context-00aa.tar.gz", "--destination=registry.test/sless/" + goldenNS + "/hello:", want.cache} {
+			if !strings.Contains(args, a) {
+				t.Errorf("%s: args %q lack %q", name, args, a)
+			}
+		}
+		if strings.Contains(args, "--build-arg") != (want.buildArg != "") || (want.buildArg != "" && !strings.Contains(args, want.buildArg)) {
+			t.Errorf("%s: args %q, want build arg %q", name, args, want.buildArg)
+		}
+		if strings.Contains(args, "--cache-repo") != (want.cache == "--cache=true") {
+			t.Errorf("%s: args %q: --cache-repo goes with --cache=true only", name, args)
+		}
+		if c.Resources.Limits.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("%s: no resource limits: %+v", name, c.Resources)
+		}
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			mounted = mounted || (m.MountPath == kanikoDockerDir && m.ReadOnly)
+		}
+		vol := pod.Volumes[0]
+		if !mounted || vol.Secret == nil || vol.Secret.SecretName != "sless-registry" || vol.Secret.Items[0].Path != "config.json" {
+			t.Errorf("%s: the registry credentials are not a mounted docker config: %+v %+v", name, c.VolumeMounts, pod.Volumes)
+		}
+	}
+	// The same code gives the same tag; other code, base image or Go entrypoint another.
+	b := goldenBuild(domain.RuntimeGo123, "Handle")
+	other := b
+	other.Config.Entrypoint = "Other"
+	otherCtx := b
+	otherCtx.ContextKey += "x"
+	if ImageTag(b) != ImageTag(goldenBuild(domain.RuntimeGo123, "Handle")) || ImageTag(b) == ImageTag(other) || ImageTag(b) == ImageTag(otherCtx) {
+		t.Error("ImageTag must follow the digest, the context and the Go entrypoint, and nothing else")
+	}
+	if !strings.HasPrefix(ImageTag(b), "0123456789abcdef01234567-") {
+		t.Errorf("ImageTag %q does not start with the digest", ImageTag(b))
+	}
+}
+
+// TestTenantObjects: default deny both ways, DNS and the control plane
+// allowed, never the metadata address; quota and limits present (4F F2, F3).
+func TestTenantObjects(t *testing.T) {
+	t.Parallel()
+	objs := goldenObjects(t)
+	ns := decode[corev1.Namespace](t, objs["tenant-namespace"])
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Errorf("namespace labels %v: Pod Security restricted is not enforced", ns.Labels)
+	}
+	np := decode[networkingv1.NetworkPolicy](t, objs["tenant-networkpolicy"])
+	if len(np.Spec.PodSelector.MatchLabels) != 0 || len(np.Spec.PodSelector.MatchExpressions) != 0 ||
+		!slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
+		t.Errorf("network policy does not select every pod for ingress and egress: %+v", np.Spec)
+	}
+	if len(np.Spec.Ingress) != 1 || np.Spec.Ingress[0].From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "sless-system" {
+		t.Errorf("ingress = %+v, want only the control plane's namespace", np.Spec.Ingress)
+	}
+	metadata := netip.MustParseAddr("169.254.169.254")
+	for _, rule := range np.Spec.Egress {
+		for _, peer := range rule.To {
+			if peer.IPBlock == nil {
+				continue
+			}
+			allowed := netip.MustParsePrefix(peer.IPBlock.CIDR).Contains(metadata)
+			for _, ex := range peer.IPBlock.Except {
+				if netip.MustParsePrefix(ex).Contains(metadata) {
+					allowed = false
+				}
+			}
+			if allowed {
+				t.Errorf("egress rule %+v reaches the metadata address", peer.IPBlock)
+			}
+		}
+	}
+	quota := decode[corev1.ResourceQuota](t, objs["tenant-quota"])
+	for _, r := range []corev1.ResourceName{"pods", "requests.cpu", "requests.memory", "count/jobs.batch"} {
+		if _, ok := quota.Spec.Hard[r]; !ok {
+			t.Errorf("quota lacks %s: %v", r, quota.Spec.Hard)
+		}
+	}
+	lr := decode[corev1.LimitRange](t, objs["tenant-limitrange"])
+	if len(lr.Spec.Limits) != 1 || lr.Spec.Limits[0].Default.Memory().IsZero() || lr.Spec.Limits[0].DefaultRequest.Memory().IsZero() {
+		t.Errorf("limit range lacks defaults: %+v", lr.Spec)
+	}
+	if _, err := TenantObjects(Config{EgressCIDRs: []string{"not-a-cidr"}}, goldenNS); domain.ErrorCode(err) != domain.EINVALID {
+		t.Errorf("a bad egress CIDR = %v, want EINVALID", err)
+	}
+	if _, err := TenantObjects(Config{}, "default"); domain.ErrorCode(err) != domain.EINVALID {
+		t.Errorf("a namespace that is not a tenant's = %v, want EINVALID", err)
+	}
+}
+
+// TestJobLabels: the run's pod carries our labels, which Run selects by
+// (job-name= is gone since Kubernetes 1.27), and no TTL before capture.
+func TestJobLabels(t *testing.T) {
+	t.Parallel()
+	job := decode[batchv1.Job](t, goldenObjects(t)["run-job"])
+	pl := job.Spec.Template.Labels
+	if pl[LabelJob] != job.Name || pl[LabelFunction] != "hello" || pl[LabelManagedBy] != ManagedBy {
+		t.Errorf("pod template labels %v lack %s=%s and %s=hello", pl, LabelJob, job.Name, LabelFunction)
+	}
+	if job.Spec.TTLSecondsAfterFinished != nil {
+		t.Error("ttlSecondsAfterFinished is set before the output is captured")
+	}
+	if *job.Spec.BackoffLimit != 0 || job.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever || *job.Spec.ActiveDeadlineSeconds != 30+60 {
+		t.Errorf("run job spec = %+v, want one attempt and timeout_sec + start grace", job.Spec)
+	}
+	cron := decode[batchv1.CronJob](t, goldenObjects(t)["cronjob-suspended"])
+	if cron.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || cron.Spec.Suspend == nil || !*cron.Spec.Suspend ||
+		cron.Spec.TimeZone == nil || *cron.Spec.TimeZone != "Europe/Paris" || cron.Spec.SuccessfulJobsHistoryLimit == nil {
+		t.Errorf("cron job spec = %+v", cron.Spec)
+	}
+}
+
+func TestNames(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 63)
+	if n := RunJobName(workers.RunSpec{Workload: workers.Workload{Namespace: goldenNS, Function: long}, Name: long + "-1700000000", RunID: 1700000000}); len(n) > 49 {
+		t.Errorf("RunJobName = %q (%d characters), want at most 49", n, len(n))
+	}
+	a := RunJobName(workers.RunSpec{Workload: workers.Workload{Namespace: goldenNS, Function: "f"}, Name: "job-f", RunID: 1})
+	b := RunJobName(workers.RunSpec{Workload: workers.Workload{Namespace: goldenNS, Function: "f"}, Name: "job-f", RunID: 2})
+	if a == b {
+		t.Error("two runs of the same job share a Job name")
+	}
+	if n := CronJobName(long); len(n) > 52 {
+		t.Errorf("CronJobName = %q, want at most 52 characters", n)
+	}
+	if ObjectName("hello") != "hello" || ObjectName("1abc")[0] != 'f' || len(ObjectName("9"+long[:62])) > 63 {
+		t.Errorf("ObjectName: %q %q", ObjectName("hello"), ObjectName("1abc"))
+	}
+}

@@ -1,0 +1,46 @@
+package k8sdriver
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// WatchCrashLoops looks at the serving pods of every tenant every interval
+// until ctx ends and calls report(namespace, function) once for each pod
+// whose function container has restarted CrashLoopRestarts times: the
+// wiring enqueues a rollout for it, whose Deploy then fails with
+// EUNPROCESSABLE (as the local driver's OnFailure does). List errors are
+// retried at the next tick.
+func (d *Driver) WatchCrashLoops(ctx context.Context, interval time.Duration, report func(namespace, function string)) {
+	reported := map[string]bool{} // pod UIDs
+	sel := labels.Set{LabelManagedBy: ManagedBy, LabelComponent: "server"}.String()
+	for {
+		pods, err := d.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err == nil {
+			seen := map[string]bool{}
+			for _, p := range pods.Items {
+				uid := string(p.UID)
+				seen[uid] = true
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.Name == ContainerName && cs.RestartCount >= d.cfg.CrashLoopRestarts && !reported[uid] && p.DeletionTimestamp == nil {
+						reported[uid] = true
+						report(p.Namespace, p.Labels[LabelFunction])
+					}
+				}
+			}
+			for uid := range reported {
+				if !seen[uid] {
+					delete(reported, uid)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}

@@ -1,0 +1,32 @@
+package k8sdriver
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/slessio/sless/workers"
+	batchv1 "k8s.io/api/batch/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+)
+
+// CronJob returns the CronJob of a cron trigger: runs never overlap, a
+// disabled trigger is suspended (kept, so enabling it again is one field).
+// Each run gets {"trigger", "schedule"} as its event.
+func CronJob(cfg Config, c workers.CronSpec) *batchv1ac.CronJobApplyConfiguration {
+	cfg = cfg.withDefaults()
+	l := objectLabels("cron", c.Function, LabelVersion, strconv.Itoa(c.Version), LabelTrigger, c.Trigger)
+	event, _ := json.Marshal(map[string]string{"trigger": c.Trigger, "schedule": c.Schedule})
+	spec := batchv1ac.CronJobSpec().
+		WithSchedule(c.Schedule).
+		WithConcurrencyPolicy(batchv1.ForbidConcurrent).
+		WithSuspend(!c.Enabled).
+		WithStartingDeadlineSeconds(300).
+		WithSuccessfulJobsHistoryLimit(3).
+		WithFailedJobsHistoryLimit(3).
+		WithJobTemplate(batchv1ac.JobTemplateSpec().WithLabels(l).
+			WithSpec(jobSpec(cfg, c.Workload, event, l).WithTTLSecondsAfterFinished(int32(cfg.FinishedJobTTL.Seconds()))))
+	if cfg.CronTimeZone != "" {
+		spec.WithTimeZone(cfg.CronTimeZone)
+	}
+	return batchv1ac.CronJob(CronJobName(c.Trigger), c.Namespace).WithLabels(l).WithSpec(spec)
+}

@@ -1,0 +1,53 @@
+package k8sdriver
+
+import (
+	"strconv"
+
+	"github.com/slessio/sless/workers"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+)
+
+// serverSelector selects the server pods of a function, whatever their version.
+func serverSelector(function string) map[string]string {
+	return map[string]string{LabelComponent: "server", LabelFunction: function}
+}
+
+// Deployment returns the Deployment that serves a version of a function with
+// d.Replicas pods (0 scales it to zero). A new version rolls out one extra
+// pod at a time and takes no ready pod away before its successor is ready.
+func Deployment(d workers.Deployment) *appsv1ac.DeploymentApplyConfiguration {
+	w := d.Workload
+	l := objectLabels("server", w.Function, LabelVersion, strconv.Itoa(w.Version))
+	pod := functionPod(w, corev1.RestartPolicyAlways, platformEnv(w))
+	pod.Containers[0].
+		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(Port).WithProtocol(corev1.ProtocolTCP)).
+		WithReadinessProbe(corev1ac.Probe().
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath(HealthPath).WithPort(intstr.FromInt32(Port))).
+			WithPeriodSeconds(2).WithTimeoutSeconds(2).WithFailureThreshold(2))
+	maxSurge, maxUnavailable := intstr.FromInt32(1), intstr.FromInt32(0)
+	return appsv1ac.Deployment(ObjectName(w.Function), w.Namespace).
+		WithLabels(l).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(int32(max(d.Replicas, 0))).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(serverSelector(w.Function))).
+			WithRevisionHistoryLimit(3).
+			WithProgressDeadlineSeconds(600).
+			WithStrategy(appsv1ac.DeploymentStrategy().
+				WithType("RollingUpdate").
+				WithRollingUpdate(appsv1ac.RollingUpdateDeployment().WithMaxSurge(maxSurge).WithMaxUnavailable(maxUnavailable))).
+			WithTemplate(corev1ac.PodTemplateSpec().WithLabels(l).WithSpec(pod)))
+}
+
+// Service returns the ClusterIP Service of a function on port Port.
+func Service(namespace, function string) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(ObjectName(function), namespace).
+		WithLabels(objectLabels("server", function)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithSelector(serverSelector(function)).
+			WithPorts(corev1ac.ServicePort().WithName("http").WithPort(Port).WithTargetPort(intstr.FromInt32(Port)).WithProtocol(corev1.ProtocolTCP)))
+}

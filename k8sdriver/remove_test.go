@@ -1,0 +1,64 @@
+package k8sdriver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/k8sdriver/testcluster"
+	"github.com/slessio/sless/workers"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestRemove removes a function with a served version, a running job, a
+// schedule and build Jobs: nothing of it is left, the job's Run returns, and
+// removing again or removing the unknown is no error.
+func TestRemove(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	w := e.mustBuild("gone", 1, "g")
+	e.mustDeploy(w, 2)
+	if err := e.d.ApplySchedule(e.ctx(), workers.CronSpec{Workload: w, Trigger: "nightly", Schedule: "@daily", Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.setScript(func(p *corev1.Pod) testcluster.Outcome {
+		if p.Labels[LabelComponent] == "run" {
+			return testcluster.Outcome{Phase: corev1.PodRunning, Ready: true} // runs until removed
+		}
+		return defaultScript(p)
+	})
+	runDone := make(chan workers.RunResult, 1)
+	go func() {
+		res, err := e.d.Run(context.Background(), workers.RunSpec{Workload: w, Name: "long", RunID: 1})
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		runDone <- res
+	}()
+	e.eventually("the job's pod to run", func() bool {
+		pods := e.pods(e.ns, map[string]string{LabelComponent: "run"})
+		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning
+	})
+	if left, err := e.d.Leftovers(e.ctx(), e.ns, "gone"); err != nil || len(left) < 6 {
+		t.Fatalf("before Remove: %v, %v; want the deployment, service, pods, job, cronjob, secret and build job", left, err)
+	}
+	if err := e.d.Remove(e.ctx(), e.ns, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := e.d.Leftovers(e.ctx(), e.ns, "gone"); err != nil || len(left) > 0 {
+		t.Fatalf("left after Remove: %v, %v", left, err)
+	}
+	select {
+	case res := <-runDone:
+		if res.ExitCode != exitKilled {
+			t.Errorf("the removed job's result = %+v, want exit %d", res, exitKilled)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run of a removed function's job did not return")
+	}
+	for _, fn := range []string{"gone", "never-deployed"} {
+		if err := e.d.Remove(e.ctx(), e.ns, fn); err != nil {
+			t.Errorf("Remove %s: %v", fn, err)
+		}
+	}
+}

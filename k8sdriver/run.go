@@ -1,0 +1,68 @@
+package k8sdriver
+
+import (
+	"context"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/workers"
+)
+
+// Exit codes of a run that the container did not report itself.
+const (
+	exitTimeout = 124 // the wrappers' own timeout code; also the Job's deadline
+	exitKilled  = 137 // the Job was deleted (Remove) or the pod vanished
+)
+
+// Run runs a version once as a Job and returns its output: the exit code of
+// the container, and its logs (stdout+stderr; the last stdout line is the
+// result). The Job's name comes from the run, so a retried Run waits for the
+// Job it started. The pod is found by the driver's own labels. Once the
+// output is read the Job gets its ttlSecondsAfterFinished. A failure, a
+// timeout (exit 124) or a deleted Job (exit 137) is a result; errors are
+// EINVALID for a bad spec, EUNAVAILABLE when ctx ends first, or the mapped
+// API error.
+func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
+	if err := d.prepare(ctx, r.Workload); err != nil {
+		return workers.RunResult{}, err
+	}
+	job := RunJob(d.cfg, r)
+	name := *job.Name
+	if err := d.startJob(ctx, job); err != nil {
+		return workers.RunResult{}, err
+	}
+	out, err := d.waitJob(ctx, r.Namespace, name)
+	if err != nil {
+		return workers.RunResult{}, err
+	}
+	if out.deleted {
+		return workers.RunResult{ExitCode: exitKilled, Stderr: "the job was deleted before it finished"}, nil
+	}
+	pod, err := d.lastPod(ctx, r.Namespace, LabelJob, name)
+	if err != nil {
+		return workers.RunResult{}, err
+	}
+	res := workers.RunResult{}
+	if t := terminated(pod, ContainerName); t != nil {
+		res.ExitCode = int(t.ExitCode)
+	} else if out.failed {
+		res.ExitCode = exitKilled // the pod went away without a status
+	}
+	if out.failed && out.reason == "DeadlineExceeded" {
+		res.ExitCode = exitTimeout
+	}
+	res.TimedOut = res.ExitCode == exitTimeout
+	if pod != nil {
+		logs, err := d.logs.ContainerLogs(ctx, LogRequest{Namespace: r.Namespace, Pod: pod.Name, Container: ContainerName})
+		if err != nil {
+			logs.Stderr = "(output unavailable: " + domain.ErrorMessage(err) + ")"
+		}
+		res.Stdout, res.Stderr = logs.Stdout, logs.Stderr
+	}
+	if out.failed && res.Stderr == "" {
+		res.Stderr = out.reason + ": " + out.message
+	}
+	if err := d.expireJob(ctx, r.Namespace, name); err != nil {
+		return workers.RunResult{}, err
+	}
+	return res, nil
+}

@@ -1,0 +1,76 @@
+package testcluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Version is the Kubernetes release the tools module builds; the binaries live
+// in bin/k8s-<Version>/ below the repository root.
+const Version = "v1.37.2"
+
+// BinDirEnv overrides where the Kubernetes binaries are looked for.
+const BinDirEnv = "SLESS_K8S_BIN_DIR"
+
+// Binaries are the paths of the programs a cluster runs.
+type Binaries struct {
+	Etcd              string
+	APIServer         string
+	ControllerManager string
+}
+
+// FindBinaries locates etcd on PATH and kube-apiserver and
+// kube-controller-manager in $SLESS_K8S_BIN_DIR or bin/k8s-<Version>/ of the
+// repository that holds the working directory. The error says what is missing
+// and how to get it.
+func FindBinaries() (Binaries, error) {
+	var b Binaries
+	var missing []string
+	etcd, err := exec.LookPath("etcd")
+	if err != nil {
+		missing = append(missing, "etcd (apt-get install etcd-server)")
+	}
+	b.Etcd = etcd
+	dir := os.Getenv(BinDirEnv)
+	if dir == "" {
+		root, err := repoRoot()
+		if err != nil {
+			return b, err
+		}
+		dir = filepath.Join(root, "bin", "k8s-"+Version)
+	}
+	b.APIServer = filepath.Join(dir, "kube-apiserver")
+	b.ControllerManager = filepath.Join(dir, "kube-controller-manager")
+	for _, p := range []string{b.APIServer, b.ControllerManager} {
+		if info, err := os.Stat(p); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+			missing = append(missing, p+" (go tool task k8s:binaries)")
+		}
+	}
+	if len(missing) > 0 {
+		return b, fmt.Errorf("missing %s", strings.Join(missing, ", "))
+	}
+	return b, nil
+}
+
+// repoRoot walks up from the working directory to the go.mod of the main module.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(data), "module github.com/slessio/sless\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod of github.com/slessio/sless above the working directory")
+		}
+		dir = parent
+	}
+}

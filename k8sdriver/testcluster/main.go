@@ -1,0 +1,104 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// startTimeout bounds starting the cluster (the API server is ready in ~15 s
+// on an idle machine; builds running next to it slow it down).
+const startTimeout = 3 * time.Minute
+
+var (
+	mainRunning atomic.Bool
+	once        sync.Once
+	shared      *Cluster
+	sharedErr   error
+	skipReason  string
+	sharedDir   string
+)
+
+// Main runs a test package whose tests call Get: the cluster starts with the
+// first Get and stops when the tests are done.
+func Main(m *testing.M) {
+	mainRunning.Store(true)
+	code := m.Run()
+	if shared != nil {
+		shared.Stop()
+	}
+	if sharedDir != "" {
+		os.RemoveAll(sharedDir)
+	}
+	os.Exit(code)
+}
+
+// InCI reports whether the tests run in CI (CI=true), where a missing
+// binary fails the tests instead of skipping them.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Get returns the package's cluster, starting it on first use. Without the
+// binaries it skips the test, or fails it in CI; a cluster that does not
+// start fails it.
+func Get(t testing.TB) *Cluster {
+	t.Helper()
+	if !mainRunning.Load() {
+		t.Fatal("testcluster: call testcluster.Main(m) from TestMain, so the cluster stops after the tests")
+	}
+	once.Do(func() {
+		bins, err := FindBinaries()
+		if err != nil {
+			skipReason = fmt.Sprintf("testcluster: no Kubernetes test cluster: %v", err)
+			return
+		}
+		sharedDir, sharedErr = os.MkdirTemp("", "sless-testcluster-")
+		if sharedErr != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		shared, sharedErr = Start(ctx, bins, sharedDir)
+		if sharedErr == nil {
+			fmt.Fprintf(os.Stderr, "testcluster: kube-apiserver %s and controller manager ready in %s\n", Version, shared.Started.Round(time.Millisecond))
+		}
+	})
+	if skipReason != "" {
+		if InCI() {
+			t.Fatal(skipReason + " (CI=true: the Taskfile's k8s:binaries and .ci/run must provide them)")
+		}
+		t.Skip(skipReason)
+	}
+	if sharedErr != nil {
+		t.Fatalf("testcluster: start: %v", sharedErr)
+	}
+	return shared
+}
+
+// Namespace creates a namespace of its own for the test, labelled like a
+// tenant namespace is, and deletes it when the test ends.
+func (c *Cluster) Namespace(t testing.TB, prefix string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := strings.TrimSuffix(prefix, "-") + "-" + randomHex(5)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := c.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete namespace %s: %v", name, err)
+		}
+	})
+	return name
+}
