@@ -32,6 +32,16 @@ type config struct {
 	RateLimit    float64       // SLESS_RATE_LIMIT: requests per second per namespace
 	RateBurst    int           // SLESS_RATE_BURST
 	ShutdownWait time.Duration // SLESS_SHUTDOWN_TIMEOUT
+
+	Driver         string // SLESS_DRIVER: local or kubernetes
+	Kubeconfig     string // KUBECONFIG: empty uses the in-cluster service account
+	Registry       string // SLESS_REGISTRY: where function images are pushed (kubernetes)
+	BuildNamespace string // SLESS_BUILD_NAMESPACE (kubernetes)
+	SystemNS       string // SLESS_SYSTEM_NAMESPACE: the control plane's namespace (kubernetes)
+	KanikoImage    string // SLESS_KANIKO_IMAGE (kubernetes)
+	BuildCache     bool   // SLESS_BUILD_CACHE: kaniko --cache (kubernetes)
+	BuildCacheRepo string // SLESS_BUILD_CACHE_REPO (kubernetes)
+	BuildS3URL     string // SLESS_BUILD_S3_URL: S3 URL as kaniko pods see it; default from S3_ENDPOINT
 }
 
 func env(name, def string) string {
@@ -43,6 +53,13 @@ func env(name, def string) string {
 
 func envFloat(name string, def float64) float64 {
 	if v, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil {
+		return v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
 		return v
 	}
 	return def
@@ -77,7 +94,16 @@ func bindConfig(fs *flag.FlagSet) *config {
 	fs.StringVar(&c.AdminClaim, "admin-claim", env("SLESS_ADMIN_CLAIM", "sless_admin"), "boolean claim that marks operators (env SLESS_ADMIN_CLAIM)")
 	fs.Float64Var(&c.RateLimit, "rate-limit", envFloat("SLESS_RATE_LIMIT", 50), "API requests per second per namespace (env SLESS_RATE_LIMIT)")
 	fs.IntVar(&c.RateBurst, "rate-burst", envInt("SLESS_RATE_BURST", 200), "API burst per namespace (env SLESS_RATE_BURST)")
-	fs.DurationVar(&c.ShutdownWait, "shutdown-timeout", 15*time.Second, "how long a graceful stop may take")
+	fs.DurationVar(&c.ShutdownWait, "shutdown-timeout", envDuration("SLESS_SHUTDOWN_TIMEOUT", 15*time.Second), "how long a graceful stop may take (env SLESS_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&c.Driver, "driver", env("SLESS_DRIVER", "local"), "where functions run: local (processes) or kubernetes (env SLESS_DRIVER)")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account (env KUBECONFIG)")
+	fs.StringVar(&c.Registry, "registry", env("SLESS_REGISTRY", ""), "image registry prefix for function images, e.g. registry.example.com/sless (env SLESS_REGISTRY)")
+	fs.StringVar(&c.BuildNamespace, "build-namespace", env("SLESS_BUILD_NAMESPACE", "sless-builds"), "namespace of the kaniko build Jobs (env SLESS_BUILD_NAMESPACE)")
+	fs.StringVar(&c.SystemNS, "system-namespace", env("SLESS_SYSTEM_NAMESPACE", "sless-system"), "namespace of the control plane (env SLESS_SYSTEM_NAMESPACE)")
+	fs.StringVar(&c.KanikoImage, "kaniko-image", env("SLESS_KANIKO_IMAGE", ""), "kaniko image, pinned by digest in production (env SLESS_KANIKO_IMAGE)")
+	fs.BoolVar(&c.BuildCache, "build-cache", env("SLESS_BUILD_CACHE", "") == "true", "kaniko layer cache (env SLESS_BUILD_CACHE=true)")
+	fs.StringVar(&c.BuildCacheRepo, "build-cache-repo", env("SLESS_BUILD_CACHE_REPO", ""), "kaniko cache repository (env SLESS_BUILD_CACHE_REPO)")
+	fs.StringVar(&c.BuildS3URL, "build-s3-url", env("SLESS_BUILD_S3_URL", ""), "S3 URL as build pods reach it; default http(s)://S3_ENDPOINT (env SLESS_BUILD_S3_URL)")
 	return c
 }
 

@@ -18,7 +18,6 @@ import (
 
 	"github.com/slessio/sless/httpapi"
 	"github.com/slessio/sless/httpapi/auth"
-	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/workers"
@@ -60,7 +59,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type platform struct {
 	db      *database
 	s3      *s3embed.Server
-	driver  *localdriver.Driver
+	driver  *runningDriver
 	workers *workers.Workers
 	http    *http.Server
 }
@@ -91,16 +90,12 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	p.driver, err = localdriver.New(localdriver.Options{
-		Dir:    c.path("local"),
-		Logger: log.With("component", "localdriver"),
-		OnFailure: func(ns, fn string) {
-			if p.workers != nil {
-				if err := p.workers.Rollout(context.WithoutCancel(ctx), ns, fn); err != nil {
-					log.Error("roll out after a crash loop", "namespace", ns, "function", fn, "error", err)
-				}
+	p.driver, err = openDriver(ctx, c, log, func(ns, fn string) {
+		if p.workers != nil {
+			if err := p.workers.Rollout(context.WithoutCancel(ctx), ns, fn); err != nil {
+				log.Error("roll out after a crash loop", "namespace", ns, "function", fn, "error", err)
 			}
-		},
+		}
 	})
 	if err != nil {
 		return err
@@ -227,8 +222,8 @@ func (p *platform) stop(ctx context.Context, wait time.Duration, log *slog.Logge
 		}
 	}
 	if p.driver != nil {
-		if err := p.driver.Close(sctx); err != nil {
-			log.Warn("local driver stop", "error", err)
+		if err := p.driver.close(sctx); err != nil {
+			log.Warn("driver stop", "error", err)
 		}
 	}
 	if p.s3 != nil {
