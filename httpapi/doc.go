@@ -2,8 +2,11 @@
 // the /v1 API (one file per resource), the authentication, namespace and rate
 // limit middleware (token verification lives in httpapi/auth), the single
 // error → status table, the human function listing, the OpenAPI document and
-// the health probes. Later parts add the /fn/ proxy and the console through
-// Server.Echo.
+// the health probes, and the invocation log queries (invocation.go). The
+// public invoke path /fn/{ns}/{name}/... is httpapi/proxy, which Config.Proxy
+// mounts ahead of the router (no token, no API middleware); Config.Metrics is
+// served at /metrics to operators, and QueueDepthCollector adds River's queue
+// depths to it. The console comes later, through Server.Echo.
 //
 // Requests on /v1/namespaces/{ns}/... pass, in order: X-Request-Id (kept when
 // sane, generated otherwise), Bearer token verification (401), the token
@@ -24,5 +27,5 @@
 // nothing.
 //
 // httpapi may import domain, store (and store/codestore), workers (only to
-// choose the jobs to enqueue) and httpapi/auth.
+// choose the jobs to enqueue), httpapi/auth and Prometheus' client.
 package httpapi

@@ -64,6 +64,9 @@ var apiRoutes = []apiRoute{
 	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/versions/:version", Summary: "One version with its build log", Tag: "versions", Access: tenant, Status: 200, Response: versionView{}},
 	{Method: "POST", Path: "/v1/namespaces/:ns/functions/:name/rollback", Summary: "Make a successfully built version active again, without a rebuild", Tag: "versions", Access: tenant, Request: rollbackRequest{}, Status: 200, Response: functionView{}},
 
+	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/invocations", Summary: "The invocation log of a function (HTTP, cron, job), newest first, in pages", Tag: "invocations", Access: tenant, Query: invocationQuery, Status: 200, Response: invocationList{}},
+	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/invocations/:id", Summary: "One invocation with the function's log of it", Tag: "invocations", Access: tenant, Status: 200, Response: invocationDetailView{}},
+
 	{Method: "GET", Path: "/v1/namespaces/:ns/triggers", Summary: "List triggers", Tag: "triggers", Access: tenant, Query: []queryParam{{"function", "string", "only this function's triggers"}}, Status: 200, Response: triggerList{}},
 	{Method: "POST", Path: "/v1/namespaces/:ns/triggers", Summary: "Create an http or cron trigger (409 when the name exists, 422 when the function does not)", Tag: "triggers", Access: tenant, Request: createTriggerRequest{}, Status: 201, Response: triggerView{}},
 	{Method: "GET", Path: "/v1/namespaces/:ns/triggers/:name", Summary: "Get a trigger", Tag: "triggers", Access: tenant, Status: 200, Response: triggerView{}},
@@ -247,6 +250,17 @@ func (g *schemaGen) structSchema(t reflect.Type) obj {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
 		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && name == "" {
+			// encoding/json lifts an embedded struct's fields: so does the schema.
+			inner := g.structSchema(f.Type)
+			for k, v := range inner["properties"].(obj) {
+				props[k] = v
+			}
+			if r, ok := inner["required"].([]string); ok {
+				required = append(required, r...)
+			}
+			continue
+		}
 		if !f.IsExported() || name == "-" {
 			continue
 		}

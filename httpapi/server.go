@@ -52,6 +52,13 @@ type Config struct {
 	MaxConcurrentUploads int
 	// RiverUI, when set, is mounted at /riverui/ for operators only.
 	RiverUI http.Handler
+	// Proxy, when set, serves every path below /fn/ (the public invoke path,
+	// no token; see httpapi/proxy), ahead of the API router.
+	Proxy http.Handler
+	// Metrics, when set, is served at GET /metrics for operators only (a
+	// Prometheus scrape with an admin token: the series name tenants'
+	// functions), e.g. promhttp.HandlerFor(registry, promhttp.HandlerOpts{}).
+	Metrics http.Handler
 	// HiddenFunctions are left out of the human listing (SPEC §7).
 	HiddenFunctions []string
 	// Logger receives internal errors; nil means slog.Default().
@@ -66,6 +73,7 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	echo    *echo.Echo
+	handler http.Handler
 	limits  *limiter
 	uploads chan struct{}
 	hidden  map[string]bool
@@ -119,14 +127,29 @@ func New(cfg Config) (*Server, error) {
 		s.hidden[name] = true
 	}
 	s.echo = s.newEcho()
+	s.handler = s.echo
+	if cfg.Proxy != nil {
+		s.handler = http.HandlerFunc(s.route)
+	}
 	return s, nil
 }
 
 // DefaultBaseImage is the base image of a runtime when Config.BaseImage is nil.
 func DefaultBaseImage(runtime string) string { return "sless/runtime-" + runtime + ":latest" }
 
-// Handler returns the http.Handler serving every route.
-func (s *Server) Handler() http.Handler { return s.echo }
+// Handler returns the http.Handler serving every route: /fn/ through
+// Config.Proxy (when set), everything else through the API router.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// route sends the invoke path to the proxy before Echo sees it: the hot path
+// needs none of the API's middleware (tokens, rate limits, request ids).
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/fn/") {
+		s.cfg.Proxy.ServeHTTP(w, r)
+		return
+	}
+	s.echo.ServeHTTP(w, r)
+}
 
 // Echo returns the underlying Echo instance, so other parts of sless can add
 // routes (the /fn/ proxy, the console). Routes added under /v1 must also be
@@ -139,7 +162,7 @@ func (s *Server) Echo() *echo.Echo { return s.echo }
 func (s *Server) HTTPServer(addr string) *http.Server {
 	return &http.Server{
 		Addr:              addr,
-		Handler:           s.echo,
+		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       5 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
@@ -159,6 +182,9 @@ func (s *Server) newEcho() *echo.Echo {
 	e.GET("/readyz", s.readyz)
 	e.GET("/v1/openapi.json", s.openAPI)
 	e.GET("/v1/namespaces", s.listNamespaces, s.authenticate, s.rateLimit, requireAdmin)
+	if s.cfg.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(s.cfg.Metrics), s.authenticate, s.rateLimit, requireAdmin)
+	}
 	if s.cfg.RiverUI != nil {
 		h := echo.WrapHandler(s.cfg.RiverUI)
 		e.Any("/riverui", h, s.authenticate, s.rateLimit, requireAdmin)
@@ -173,6 +199,7 @@ func (s *Server) newEcho() *echo.Echo {
 	s.registerVersionRoutes(g)
 	s.registerTriggerRoutes(g)
 	s.registerJobRoutes(g)
+	s.registerInvocationRoutes(g)
 	s.registerEventRoutes(g)
 	return e
 }

@@ -29,5 +29,21 @@
 // A Projector set with SetProjector runs for each appended event inside the append
 // transaction, so read models are always exactly as new as the events.
 //
-// store imports domain, pgx and River.
+// # Routes
+//
+// The projections announce on the PostgreSQL channel RoutesChannel, in the
+// append transaction, every function whose route (endpoint, phase, http
+// triggers) may have changed; ListenRoutes follows them and ListRoutes /
+// GetRoute read routes, so the invoke proxy keeps its table in memory.
+//
+// # Invocation log
+//
+// The invocations table is not a projection: an invocation is not an event.
+// InvocationWriter batches records off the request path (COPY every 1,000
+// rows or 100 ms, dropping and counting rather than blocking when the buffer
+// is full); the table is partitioned by UTC day, EnsureInvocationPartitions
+// creates days ahead and DropInvocationPartitionsBefore enforces retention;
+// ListInvocations pages newest first on a (started_at, id) keyset.
+//
+// store imports domain, pgx, River and google/uuid.
 package store

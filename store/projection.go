@@ -116,8 +116,34 @@ func Project(ctx context.Context, tx pgx.Tx, ev Event) error {
 	default:
 		return domain.Errorf(domain.EINTERNAL, "no projection for event type %q", ev.Type)
 	}
+	if _, ok := de.(domain.TriggerDeleted); ok { // the route notice needs the row
+		if err := notifyTriggerRoute(ctx, tx, ns, name); err != nil {
+			return fmt.Errorf("notify route of %s: %w", ev.StreamID, err)
+		}
+	}
 	if _, err := tx.Exec(ctx, sql, args...); err != nil {
 		return fmt.Errorf("project %s of %s: %w", ev.Type, ev.StreamID, err)
+	}
+	if err := notifyRouteOf(ctx, tx, de, ns, name); err != nil {
+		return fmt.Errorf("notify route of %s: %w", ev.StreamID, err)
+	}
+	return nil
+}
+
+// notifyRouteOf announces, for the invoke proxy, the function whose route an
+// event may change (see RoutesChannel): every function event, and the
+// creation, enabling and disabling of http triggers.
+func notifyRouteOf(ctx context.Context, tx pgx.Tx, de domain.Event, ns, name string) error {
+	switch e := de.(type) {
+	case domain.FunctionCreated, domain.FunctionConfigUpdated, domain.FunctionDeleted, domain.VersionCreated,
+		domain.BuildFailed, domain.VersionActivated, domain.RolloutCompleted, domain.RolloutFailed:
+		return notifyRoute(ctx, tx, ns, name)
+	case domain.TriggerCreated:
+		if e.Type == domain.TriggerHTTP {
+			return notifyRoute(ctx, tx, ns, e.Function)
+		}
+	case domain.TriggerEnabled, domain.TriggerDisabled:
+		return notifyTriggerRoute(ctx, tx, ns, name)
 	}
 	return nil
 }
