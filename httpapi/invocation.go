@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+)
+
+// invocationView is one invocation in a listing (SPEC §5), without its log.
+type invocationView struct {
+	ID         string    `json:"id"`
+	Function   string    `json:"function"`
+	Version    int       `json:"version"`
+	Trigger    string    `json:"trigger"`
+	Method     string    `json:"method"`
+	Path       string    `json:"path"`
+	Status     int       `json:"status"`
+	DurationMS float64   `json:"duration_ms"`
+	ColdStart  bool      `json:"cold_start"`
+	BytesIn    int64     `json:"bytes_in"`
+	BytesOut   int64     `json:"bytes_out"`
+	Error      string    `json:"error"`
+	StartedAt  time.Time `json:"started_at"`
+	EndedAt    time.Time `json:"ended_at"`
+}
+
+// invocationDetailView is one invocation with the function's log of it.
+type invocationDetailView struct {
+	invocationView
+	Log string `json:"log"`
+}
+
+func newInvocationView(inv store.Invocation) invocationView {
+	return invocationView{ID: inv.ID.String(), Function: inv.Function, Version: inv.Version, Trigger: string(inv.Trigger),
+		Method: inv.Method, Path: inv.Path, Status: inv.Status, DurationMS: float64(inv.Duration.Microseconds()) / 1000,
+		ColdStart: inv.ColdStart, BytesIn: inv.BytesIn, BytesOut: inv.BytesOut, Error: inv.Error,
+		StartedAt: pgTime(inv.StartedAt), EndedAt: pgTime(inv.EndedAt)}
+}
+
+// invocationList is the answer of GET .../invocations: newest first; pass
+// next_cursor as cursor for the next page ("" on the last one).
+type invocationList struct {
+	Invocations []invocationView `json:"invocations"`
+	NextCursor  string           `json:"next_cursor"`
+}
+
+var invocationQuery = []queryParam{
+	{"since", "string", "RFC 3339 time: only invocations started at or after it"},
+	{"until", "string", "RFC 3339 time: only invocations started before it"},
+	{"status", "string", "a status (504), a class (5xx), ok (below 400) or error (400 and above)"},
+	{"limit", "integer", "page size, 1 to 1000 (default 100)"},
+	{"cursor", "string", "next_cursor of the previous page"},
+}
+
+func (s *Server) registerInvocationRoutes(g *echo.Group) {
+	g.GET("/functions/:name/invocations", s.listInvocations)
+	g.GET("/functions/:name/invocations/:id", s.getInvocation)
+}
+
+// listInvocations serves GET /v1/namespaces/{ns}/functions/{name}/invocations
+// ?since=&until=&status=&limit=&cursor=: a page of the invocation log, newest first.
+func (s *Server) listInvocations(c echo.Context) error {
+	ns, name := c.Param("ns"), c.Param("name")
+	q := store.InvocationQuery{Namespace: ns, Function: name, Cursor: c.QueryParam("cursor")}
+	var err error
+	if q.Since, err = queryTime(c, "since"); err != nil {
+		return err
+	}
+	if q.Until, err = queryTime(c, "until"); err != nil {
+		return err
+	}
+	if q.StatusMin, q.StatusMax, err = parseStatusFilter(c.QueryParam("status")); err != nil {
+		return err
+	}
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > store.MaxInvocationLimit {
+			return domain.FieldErrorf("limit", "must be an integer from 1 to %d", store.MaxInvocationLimit)
+		}
+		q.Limit = n
+	}
+	ctx := c.Request().Context()
+	if _, err := s.cfg.Store.GetFunction(ctx, ns, name); err != nil {
+		return err
+	}
+	page, err := s.cfg.Store.ListInvocations(ctx, q)
+	if err != nil {
+		return err
+	}
+	out := invocationList{Invocations: make([]invocationView, len(page.Invocations)), NextCursor: page.NextCursor}
+	for i, inv := range page.Invocations {
+		out.Invocations[i] = newInvocationView(inv)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// getInvocation serves GET /v1/namespaces/{ns}/functions/{name}/invocations/{id}:
+// one invocation with its log.
+func (s *Server) getInvocation(c echo.Context) error {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return domain.Errorf(domain.ENOTFOUND, "invocation %q not found", c.Param("id"))
+	}
+	inv, err := s.cfg.Store.GetInvocation(c.Request().Context(), c.Param("ns"), c.Param("name"), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, invocationDetailView{invocationView: newInvocationView(inv), Log: inv.Log})
+}
+
+func queryTime(c echo.Context, name string) (time.Time, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, domain.FieldErrorf(name, "%q is not an RFC 3339 time such as 2025-01-31T12:00:00Z", v)
+	}
+	return t, nil
+}
+
+// parseStatusFilter turns a status filter into inclusive bounds (0: open).
+func parseStatusFilter(v string) (int, int, error) {
+	bad := domain.FieldErrorf("status", "%q must be a status (504), a class (5xx), ok or error", v)
+	switch v {
+	case "":
+		return 0, 0, nil
+	case "ok":
+		return 100, 399, nil
+	case "error":
+		return 400, 599, nil
+	}
+	if len(v) != 3 {
+		return 0, 0, bad
+	}
+	if class, ok := strings.CutSuffix(strings.ToLower(v), "xx"); ok {
+		if class < "1" || class > "5" {
+			return 0, 0, bad
+		}
+		n := int(class[0]-'0') * 100
+		return n, n + 99, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 100 || n > 599 {
+		return 0, 0, bad
+	}
+	return n, n, nil
+}

@@ -1,0 +1,527 @@
+package proxy_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/proxy"
+)
+
+// The invoke benchmarks measure fixed-length runs (SLESS_BENCH_SECONDS per
+// phase, 3 by default) whatever b.N is, once per process, and report their
+// own metrics (ns/op means nothing here):
+//
+//	go tool task bench:deps   # nginx from Debian packages, for the comparison column
+//	go test ./httpapi/proxy -run '^$' -bench 'Invoke|ColdStart' -benchtime 1x -v
+//
+// BenchmarkInvoke: a trivial Go function on loopback, requested directly, through
+// the sless proxy (invocation log on) and through nginx (when installed). Each
+// column gets a closed loop (max-rps, with p50/p99 latency at that load) and then
+// open loops at half of the direct max rate (p50-at-half, p99-at-half) and at
+// 5,000 req/s (latency from the scheduled send time, so queueing counts). Set
+// SLESS_BENCH_ONLY=sless (or nginx, sless-nolog) to measure one column and direct.
+
+const benchConcurrency = 32
+
+// lightRate is the open loop that every column sustains on a small machine,
+// where the overhead of a proxy shows without queueing.
+const lightRate = 5000
+
+func benchPhase() time.Duration {
+	if s, err := strconv.ParseFloat(os.Getenv("SLESS_BENCH_SECONDS"), 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	return 3 * time.Second
+}
+
+// loadResult is one column of the comparison.
+type loadResult struct {
+	name               string
+	maxRPS             float64
+	p50, p99           time.Duration // in the closed loop
+	rate               float64       // of the open loop at half of direct's max
+	halfP50, halfP99   time.Duration // in that open loop
+	lightP50, lightP99 time.Duration // in the open loop at lightRate
+	errors             int
+	note               string
+}
+
+// invokeBench is the shared state of BenchmarkInvoke's columns.
+type invokeBench struct {
+	once    sync.Once
+	err     error
+	results map[string]*loadResult
+	order   []string
+}
+
+var invoke invokeBench
+
+func BenchmarkInvoke(b *testing.B) {
+	invoke.once.Do(func() { invoke.err = invoke.run(b) })
+	if invoke.err != nil {
+		b.Fatal(invoke.err)
+	}
+	for _, name := range invoke.order {
+		r := invoke.results[name]
+		if r == nil {
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			if r.note != "" {
+				b.Skip(r.note)
+			}
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(r.maxRPS, "max-req/s")
+			b.ReportMetric(float64(r.p50.Microseconds()), "p50-µs")
+			b.ReportMetric(float64(r.p99.Microseconds()), "p99-µs")
+			b.ReportMetric(float64(r.halfP50.Microseconds()), "p50-at-half-µs")
+			b.ReportMetric(float64(r.halfP99.Microseconds()), "p99-at-half-µs")
+			b.ReportMetric(float64(r.lightP50.Microseconds()), fmt.Sprintf("p50-at-%d-µs", lightRate))
+			b.ReportMetric(float64(r.lightP99.Microseconds()), fmt.Sprintf("p99-at-%d-µs", lightRate))
+			b.ReportMetric(float64(r.errors), "errors")
+		})
+	}
+}
+
+func (ib *invokeBench) run(b *testing.B) error {
+	f := setup(b, options{})
+	f.deploy("bench", domain.FunctionSpec{Runtime: "go1.23", Entrypoint: "Handle", TimeoutSec: 30},
+		map[string]string{"handler.go": "package main\n\nimport \"context\"\n\n// Handle answers a constant.\nfunc Handle(ctx context.Context, event map[string]any) (any, error) {\n\treturn \"ok\", nil\n}\n"})
+	st, _ := f.proxy.Lookup(f.ns, "bench")
+	targets := []struct{ name, url string }{
+		{"direct", st.Live + "/"},
+		{"sless", f.fnURL("bench", "/")},
+	}
+	// The same proxy without the invocation log, to show what the log costs.
+	bare, err := proxy.New(proxy.Config{Store: f.store, IdleTimeout: -1, Logger: quiet()})
+	if err != nil {
+		return err
+	}
+	if err := bare.Start(context.Background()); err != nil {
+		return err
+	}
+	defer bare.Close(context.Background())
+	bareSrv := httptest.NewServer(bare)
+	defer bareSrv.Close()
+	targets = append(targets, struct{ name, url string }{"sless-nolog", bareSrv.URL + "/fn/" + f.ns + "/bench/"})
+	ib.results = map[string]*loadResult{}
+	nginxURL, stop, note := startNginx(b, st.Live, "/fn/"+f.ns+"/bench/")
+	if stop != nil {
+		defer stop()
+		targets = append(targets, struct{ name, url string }{"nginx", nginxURL})
+	} else {
+		ib.results["nginx"] = &loadResult{name: "nginx", note: note}
+	}
+	if only := os.Getenv("SLESS_BENCH_ONLY"); only != "" { // profiling one column
+		targets = slices.DeleteFunc(targets, func(t struct{ name, url string }) bool { return t.name != "direct" && t.name != only })
+	}
+	phase := benchPhase()
+	for _, t := range targets {
+		if err := checkTarget(t.url); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		r := closedLoop(t.url, benchConcurrency, phase)
+		r.name = t.name
+		ib.results[t.name] = r
+	}
+	rate := ib.results["direct"].maxRPS / 2
+	for _, t := range targets {
+		r := ib.results[t.name]
+		r.rate = rate
+		r.halfP50, r.halfP99, r.errors = openLoop(t.url, rate, phase, r.errors)
+		r.lightP50, r.lightP99, r.errors = openLoop(t.url, lightRate, phase, r.errors)
+	}
+	ib.order = []string{"direct", "sless", "sless-nolog", "nginx"}
+	if err := f.writer.Flush(context.Background()); err != nil {
+		return err
+	}
+	stats := f.writer.Stats()
+	b.Logf("invoke comparison, %d connections, %v per phase; open loops at %.0f req/s (half of direct's max) and %d req/s; GOMAXPROCS %d",
+		benchConcurrency, phase, rate, lightRate, runtime.GOMAXPROCS(0))
+	b.Logf("%-11s %10s %9s %9s %11s %11s %11s %11s %6s", "target", "max req/s", "p50", "p99", "p50 @half", "p99 @half",
+		fmt.Sprintf("p50 @%d", lightRate), fmt.Sprintf("p99 @%d", lightRate), "errors")
+	for _, name := range ib.order {
+		r := ib.results[name]
+		if r == nil {
+			continue
+		}
+		if r.note != "" {
+			b.Logf("%-11s %s", name, r.note)
+			continue
+		}
+		b.Logf("%-11s %10.0f %9v %9v %11v %11v %11v %11v %6d", name, r.maxRPS, r.p50, r.p99, r.halfP50, r.halfP99,
+			r.lightP50, r.lightP99, r.errors)
+	}
+	b.Logf("invocation log: %d written, %d dropped, %d failed", stats.Written, stats.Dropped, stats.Failed)
+	return nil
+}
+
+func checkTarget(url string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	return nil
+}
+
+// loadConn is one keep-alive connection of the load generator. It writes a
+// prepared GET and parses just enough of the answer (status, length or
+// chunks) to read it whole: an http.Client costs several times the CPU of
+// the proxies measured, on the same cores.
+type loadConn struct {
+	c   net.Conn
+	br  *bufio.Reader
+	req []byte
+}
+
+func dialLoad(rawURL string) (*loadConn, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		return nil, err
+	}
+	return &loadConn{c: c, br: bufio.NewReaderSize(c, 16<<10),
+		req: []byte("GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: sless-bench\r\n\r\n")}, nil
+}
+
+// get does one request; false on a failure or a status other than 200 (the
+// connection is then closed and opened again).
+func (lc *loadConn) get(rawURL string) bool {
+	if lc.c == nil {
+		n, err := dialLoad(rawURL)
+		if err != nil {
+			return false
+		}
+		*lc = *n
+	}
+	ok, err := lc.exchange()
+	if err != nil {
+		lc.c.Close()
+		lc.c = nil
+		return false
+	}
+	return ok
+}
+
+func (lc *loadConn) exchange() (bool, error) {
+	if _, err := lc.c.Write(lc.req); err != nil {
+		return false, err
+	}
+	line, err := lc.br.ReadSlice('\n')
+	if err != nil {
+		return false, err
+	}
+	ok := len(line) >= 12 && string(line[9:12]) == "200"
+	length, chunked := -1, false
+	for {
+		h, err := lc.br.ReadSlice('\n')
+		if err != nil {
+			return false, err
+		}
+		if len(h) <= 2 {
+			break
+		}
+		name, value, _ := strings.Cut(strings.TrimSpace(string(h)), ":")
+		switch strings.ToLower(name) {
+		case "content-length":
+			length, _ = strconv.Atoi(strings.TrimSpace(value))
+		case "transfer-encoding":
+			chunked = strings.Contains(strings.ToLower(value), "chunked")
+		}
+	}
+	switch {
+	case chunked:
+		for {
+			h, err := lc.br.ReadSlice('\n')
+			if err != nil {
+				return false, err
+			}
+			size, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(string(h), ";", 2)[0]), 16, 64)
+			if err != nil {
+				return false, err
+			}
+			if _, err := lc.br.Discard(int(size) + 2); err != nil {
+				return false, err
+			}
+			if size == 0 {
+				return ok, nil
+			}
+		}
+	case length >= 0:
+		_, err := lc.br.Discard(length)
+		return ok, err
+	}
+	return false, errors.New("a response without a length")
+}
+
+// closedLoop keeps conns requests outstanding for d: the most the target does.
+func closedLoop(url string, conns int, d time.Duration) *loadResult {
+	var mu sync.Mutex
+	var all []time.Duration
+	errs := 0
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lc := &loadConn{}
+			lc.get(url) // connect first
+			lat := make([]time.Duration, 0, 1<<15)
+			e := 0
+			for {
+				t0 := time.Now()
+				if t0.After(end) {
+					break
+				}
+				if !lc.get(url) {
+					e++
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			if lc.c != nil {
+				lc.c.Close()
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			errs += e
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	slices.Sort(all)
+	return &loadResult{maxRPS: float64(len(all)) / took.Seconds(), p50: pct(all, 50), p99: pct(all, 99), errors: errs}
+}
+
+// openLoop sends at a fixed rate for d, from a pool of senders, and measures
+// each request from its scheduled time.
+func openLoop(url string, rate float64, d time.Duration, errs int) (p50, p99 time.Duration, failed int) {
+	const senders = 256
+	n := int(rate * d.Seconds())
+	due := make(chan time.Time, n)
+	var mu sync.Mutex
+	var all []time.Duration
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lc := &loadConn{}
+			var lat []time.Duration
+			e := 0
+			for at := range due {
+				if !lc.get(url) {
+					e++
+				}
+				lat = append(lat, time.Since(at))
+			}
+			if lc.c != nil {
+				lc.c.Close()
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			errs += e
+			mu.Unlock()
+		}()
+	}
+	start := time.Now()
+	interval := time.Duration(float64(time.Second) / rate)
+	for i := range n {
+		at := start.Add(time.Duration(i) * interval)
+		if w := time.Until(at); w > 0 {
+			time.Sleep(w)
+		}
+		due <- at
+	}
+	close(due)
+	wg.Wait()
+	slices.Sort(all)
+	return pct(all, 50), pct(all, 99), errs
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, len(sorted)*p/100)].Round(time.Microsecond)
+}
+
+// startNginx runs nginx, if installed, as a reverse proxy with keep-alive to
+// upstream at location, and returns its URL for location; otherwise a note
+// saying why the column is missing.
+func startNginx(b *testing.B, upstream, location string) (string, func(), string) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, err2 := os.Stat("/usr/sbin/nginx"); err2 != nil {
+			return "", nil, "nginx is not installed (go tool task bench:deps installs it from Debian packages): column skipped"
+		}
+		bin = "/usr/sbin/nginx"
+	}
+	dir := b.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err.Error()
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;" // workers must reach the temporary directory
+	}
+	conf := fmt.Sprintf(`%s
+daemon off;
+worker_processes auto;
+pid %[2]s/nginx.pid;
+error_log %[2]s/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log %[2]s/access.log combined buffer=64k;
+  client_body_temp_path %[2]s/body;
+  proxy_temp_path %[2]s/proxy;
+  fastcgi_temp_path %[2]s/fastcgi;
+  uwsgi_temp_path %[2]s/uwsgi;
+  scgi_temp_path %[2]s/scgi;
+  upstream fn { server %[3]s; keepalive 256; }
+  server {
+    listen 127.0.0.1:%[4]d;
+    location %[5]s {
+      proxy_pass http://fn/;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_buffering off;
+    }
+  }
+}
+`, user, dir, strings.TrimPrefix(upstream, "http://"), port, location)
+	confPath := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		return "", nil, err.Error()
+	}
+	cmd := exec.Command(bin, "-p", dir, "-c", confPath)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, "nginx did not start: " + err.Error()
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d%s", port, location)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if checkTarget(url) == nil {
+			return url, stop, ""
+		}
+	}
+	stop()
+	return "", nil, "nginx did not answer; see its error log"
+}
+
+// BenchmarkColdStart measures, through the proxy, request to first byte from
+// a stopped Python function (scale to zero, then one request) over 20 starts,
+// next to a bare `python3 -c pass` on the same machine.
+//
+//	go test ./httpapi/proxy -run '^$' -bench ColdStart -benchtime 1x -v
+func BenchmarkColdStart(b *testing.B) {
+	const starts = 20
+	coldOnce.Do(func() {
+		f := setup(b, options{})
+		f.deploy("cold", pySpec, map[string]string{"handler.py": "def handle(event):\n    return 'ok'\n"})
+		ctx := context.Background()
+		for range starts {
+			if err := f.proxy.Sleep(ctx, f.ns, "cold"); err != nil {
+				coldErr = err
+				return
+			}
+			t0 := time.Now()
+			resp, err := f.client.Get(f.fnURL("cold", "/")) // returns at the first byte of the answer
+			took := time.Since(t0)
+			if err != nil {
+				coldErr = err
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				coldErr = fmt.Errorf("cold request: %d", resp.StatusCode)
+				return
+			}
+			coldTimes = append(coldTimes, took)
+		}
+		py, err := realPython()
+		if err != nil {
+			coldErr = err
+			return
+		}
+		for range starts {
+			t0 := time.Now()
+			if err := exec.Command(py, "-c", "pass").Run(); err != nil {
+				coldErr = err
+				return
+			}
+			bareTimes = append(bareTimes, time.Since(t0))
+		}
+		slices.Sort(coldTimes)
+		slices.Sort(bareTimes)
+		b.Logf("cold start through the proxy, %d starts: p50 %v, p95 %v; bare `%s -c pass`: p50 %v, p95 %v",
+			starts, pct(coldTimes, 50), pct(coldTimes, 95), py, pct(bareTimes, 50), pct(bareTimes, 95))
+	})
+	if coldErr != nil {
+		b.Fatal(coldErr)
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(pct(coldTimes, 50).Microseconds())/1000, "cold-p50-ms")
+	b.ReportMetric(float64(pct(coldTimes, 95).Microseconds())/1000, "cold-p95-ms")
+	b.ReportMetric(float64(pct(bareTimes, 50).Microseconds())/1000, "python-c-pass-p50-ms")
+	b.ReportMetric(float64(pct(bareTimes, 95).Microseconds())/1000, "python-c-pass-p95-ms")
+}
+
+var (
+	coldOnce             sync.Once
+	coldErr              error
+	coldTimes, bareTimes []time.Duration
+)
+
+// realPython resolves python3 past a pyenv shim, as the runtimes do.
+func realPython() (string, error) {
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		return "", fmt.Errorf("python3: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}

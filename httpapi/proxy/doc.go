@@ -1,0 +1,74 @@
+// Package proxy is the public invoke path of sless: /fn/{ns}/{name}[/sub/path]
+// with any method and no token (SPEC §5), proxied to the function's active
+// version, recorded in the invocation log, and scale to zero with cold start.
+//
+// # Routing
+//
+// The route table lives in memory: function → endpoint, version, timeout,
+// phase, http triggers. It is loaded from the read model (store.ListRoutes)
+// by Start, kept fresh by PostgreSQL LISTEN on store.RoutesChannel — the
+// projections NOTIFY in the append transaction of every function event and
+// every http trigger change, so a notice arrives on commit — and refreshed
+// whole every RefreshInterval and whenever listening (re)starts, in case a
+// notice was lost. No request queries the database.
+//
+// Namespace and name must be exactly valid (sless-<16 hex>, a DNS label):
+// escapes, dots, '@', upper case or 64 characters are 400, and the upstream
+// address only ever comes from the table, so no path can make the proxy
+// connect elsewhere. A function unknown or without an http trigger is 404;
+// with its triggers disabled, without a running endpoint (not built, rollout
+// failed, being rolled out) 503 with its phase and message.
+//
+// # Forwarding
+//
+// One httputil.ReverseProxy with Rewrite, over the proxy's own HTTP/1.1
+// client for function processes (upstream.go: request written and response
+// read on the handler's goroutine, keep-alive connections per endpoint, at
+// most MaxConnsPerFunction open — a Python process holds a thread per
+// connection): the method, the path below
+// /fn/{ns}/{name} (escaped as received; the prefix goes in
+// X-Forwarded-Prefix), the query, the body with its Content-Length (or
+// chunked as received) and the user's headers pass intact — Authorization
+// and cookies included: they belong to the function, which may do its own
+// auth, and the platform's own credentials are never needed on this path.
+// Hop-by-hop headers (and those named in Connection) are removed both ways.
+// X-Forwarded-For/-Proto/-Host are set from the connection; the client's are
+// dropped unless the peer is in TrustedProxies. Redirects go back to the
+// caller; responses without a length (chunked, event streams) are flushed as
+// they arrive. The runtime's X-Sless-Log header is taken out of the response
+// and stored with the invocation; X-Sless-Invocation-Id names the record in
+// the request to the function and in the response.
+//
+// Limits: a body over MaxBodyBytes (6 MiB) is 413 — at once when
+// Content-Length says so (the function never sees it), when the limit is
+// crossed for a chunked body (the function sees a cut request). A function
+// past its timeout_sec is 504 (code TIMEOUT); one that does not answer 502
+// (BAD_GATEWAY). A caller who disconnects cancels the upstream request; the
+// record says 499. Error bodies have the API's shape {"error": {"code", "message"}}.
+//
+// # Scale to zero
+//
+// Idleness is runtime state, kept here and not in the event log (as Knative's
+// activator does): the desired state — active version, enabled http trigger —
+// does not change when a function sleeps. A function with no request in
+// flight for its idle period (IdleTimeout, 10 min; IdleTimeouts per
+// "<ns>/<name>", 0 never) is stopped through the Scaler — after the
+// invocation log confirms that no other replica served it meanwhile, so N
+// proxies agree on idleness without talking to each other. The next request
+// holds — at most MaxWaiting per function, at most WakeTimeout — while one
+// Scaler.Wake runs for all of them, then proceeds: none is lost, and one
+// process starts. Requests are counted in flight under the same lock that
+// decides a sleep, so a busy function is never stopped. A connection refused
+// by an endpoint believed awake (stopped or restarted behind the proxy's
+// back) wakes the function and retries the request once — nothing had been
+// sent. DriverScaler implements Scaler with a workers.Driver.
+//
+// # Invocation log and metrics
+//
+// Every request to a known function becomes a store.Invocation handed to
+// Config.Invocations (the store's batching writer) without blocking; Record
+// takes the cron and job runs of the workers into the same log and metrics.
+// The Prometheus series are listed on the metrics type.
+//
+// proxy may import domain, store and workers (the Driver port, for DriverScaler).
+package proxy

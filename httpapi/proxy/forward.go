@@ -1,0 +1,462 @@
+package proxy
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+)
+
+// Headers the proxy reads or sets.
+const (
+	// LogHeader carries a runtime's per-invocation log (base64); the proxy
+	// stores it with the invocation and never passes it to the caller.
+	LogHeader = "X-Sless-Log"
+	// InvocationHeader names the invocation in the request to the function
+	// and in the response to the caller (GET .../invocations/{id}).
+	InvocationHeader = "X-Sless-Invocation-Id"
+	// PrefixHeader tells the function the path it is mounted at
+	// (/fn/{ns}/{name}); it sees only the rest.
+	PrefixHeader = "X-Forwarded-Prefix"
+)
+
+// call is one proxied request on its way: what Rewrite, ModifyResponse, the
+// transport and ErrorHandler need, and what becomes the invocation record.
+type call struct {
+	e       *entry
+	ctx     context.Context // with the function's timeout
+	id      uuid.UUID
+	target  *url.URL
+	path    string // the path below the function, escaped as received
+	prefix  string
+	timeout int
+	cold    bool
+	body    *body
+	status  int
+	errText string
+	log     string // X-Sless-Log as received (base64)
+}
+
+type callKey struct{}
+
+func callOf(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
+	return c
+}
+
+// ServeHTTP proxies /fn/{ns}/{name}[/sub/path] to the function's active
+// version: 400 for a malformed path, 404 for an unknown function or one
+// without an http trigger, 503 while it is disabled, not ready or cannot be
+// started, 413 for a body over MaxBodyBytes, 504 past its timeout_sec, 502
+// when it does not answer. Every request to a known function is recorded.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	k, sub, err := splitPath(r.URL.EscapedPath())
+	if err != nil {
+		p.reject(w, r, "bad_request", http.StatusBadRequest, err)
+		return
+	}
+	e := p.routes.get(k)
+	var cfg *routeCfg
+	if e != nil {
+		cfg = e.cfg.Load()
+	}
+	if cfg == nil || cfg.HTTPTriggers == 0 {
+		p.reject(w, r, "not_found", http.StatusNotFound,
+			domain.Errorf(domain.ENOTFOUND, "no function %q with an http trigger in namespace %q", k.name, k.ns))
+		return
+	}
+	c := &call{e: e, id: store.NewInvocationID(start), path: sub, prefix: Prefix + k.ns + "/" + k.name, timeout: cfg.TimeoutSec}
+	rec := &recorder{ResponseWriter: w}
+	rec.Header().Set(InvocationHeader, c.id.String())
+	defer p.finish(rec, r, c, cfg, start)
+
+	switch {
+	case !cfg.HTTPEnabled:
+		p.fail(rec, c, "disabled", http.StatusServiceUnavailable, domain.Errorf(domain.EUNAVAILABLE, "the http trigger of function %q is disabled", k.name))
+		return
+	case cfg.target == nil:
+		p.fail(rec, c, "not_ready", http.StatusServiceUnavailable, notReady(cfg))
+		return
+	case r.ContentLength > p.cfg.MaxBodyBytes:
+		p.fail(rec, c, "too_large", http.StatusRequestEntityTooLarge, tooLarge(p.cfg.MaxBodyBytes))
+		return
+	}
+
+	ctx := r.Context()
+	target, cold, err := p.acquire(ctx, e)
+	c.cold = cold
+	if err != nil {
+		if ctx.Err() != nil {
+			c.status, c.errText = statusClientGone, "the client went away during the cold start"
+			p.metrics.proxyErrors.WithLabelValues("client_gone").Inc()
+			return
+		}
+		p.fail(rec, c, "unavailable", http.StatusServiceUnavailable, err)
+		return
+	}
+	defer p.release(e)
+	p.metrics.inflight.Inc()
+	defer p.metrics.inflight.Dec()
+	c.target = target
+
+	timeout := time.Duration(cfg.TimeoutSec) * time.Second
+	if timeout <= 0 {
+		timeout = time.Duration(domain.DefaultTimeoutSec) * time.Second
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
+	defer cancel()
+	c.ctx = ctx
+	out := r.WithContext(context.WithValue(ctx, callKey{}, c))
+	if r.Body != nil && r.Body != http.NoBody {
+		c.body = &body{r: r.Body, limit: p.cfg.MaxBodyBytes}
+		out.Body = c.body
+	}
+	p.rp.ServeHTTP(rec, out)
+}
+
+// statusClientGone is the status recorded when the caller left first (nginx's 499).
+const statusClientGone = 499
+
+// finish records the invocation and its metrics, also when the response was
+// aborted half-way (ReverseProxy panics with http.ErrAbortHandler).
+func (p *Proxy) finish(rec *recorder, r *http.Request, c *call, cfg *routeCfg, start time.Time) {
+	aborted := recover()
+	d := time.Since(start)
+	status := c.status
+	if status == 0 {
+		status = rec.status
+	}
+	if aborted != nil && c.errText == "" {
+		switch {
+		case c.ctx != nil && errors.Is(context.Cause(c.ctx), errTimeout):
+			c.errText = timeoutError(c.timeout).Error() + " (while sending the response)"
+		case r.Context().Err() != nil:
+			c.errText = "the client went away during the response"
+		default:
+			c.errText = "the response was cut off"
+		}
+	}
+	if status == 0 {
+		status = http.StatusOK
+		if aborted != nil {
+			status = http.StatusBadGateway
+		}
+	}
+	inv := store.Invocation{ID: c.id, Namespace: c.e.key.ns, Function: c.e.key.name, Version: cfg.ActiveVersion,
+		Trigger: store.InvocationHTTP, Method: r.Method, Path: c.path, Status: status, Duration: d,
+		ColdStart: c.cold, Error: c.errText, Log: decodeLog(c.log), StartedAt: start, BytesOut: rec.bytes}
+	if c.body != nil {
+		inv.BytesIn = c.body.n
+	}
+	p.metrics.observe(c.e.m, store.InvocationHTTP, status, d)
+	p.record(inv)
+	if aborted != nil {
+		panic(aborted)
+	}
+}
+
+// decodeLog turns an X-Sless-Log value into text; a value that is not base64
+// is kept as it came.
+func decodeLog(v string) string {
+	if v == "" {
+		return ""
+	}
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return v
+	}
+	return string(b)
+}
+
+// splitPath parses /fn/{ns}/{name}[/rest] from an escaped path. Namespace
+// and name must be exactly valid (domain.ValidateNamespace, ValidateName:
+// lower-case DNS labels, hence no escapes, dots or '@'): anything else is
+// EINVALID, so no request path can choose where the proxy connects. The
+// checks are written out rather than regular expressions: they run on every
+// request.
+func splitPath(escaped string) (fnKey, string, error) {
+	rest, ok := strings.CutPrefix(escaped, Prefix)
+	if !ok {
+		return fnKey{}, "", domain.Errorf(domain.EINVALID, "function paths look like %s{namespace}/{function}/...", Prefix)
+	}
+	ns, rest, _ := strings.Cut(rest, "/")
+	name, sub, _ := strings.Cut(rest, "/")
+	if !isNamespace(ns) {
+		return fnKey{}, "", domain.Errorf(domain.EINVALID, "%q is not a namespace", ns)
+	}
+	if !isName(name) {
+		return fnKey{}, "", domain.Errorf(domain.EINVALID, "%q is not a function name", name)
+	}
+	return fnKey{ns, name}, "/" + sub, nil
+}
+
+// isNamespace is domain.ValidateNamespace: "sless-" and 16 lower-case hex digits.
+func isNamespace(s string) bool {
+	hex, ok := strings.CutPrefix(s, "sless-")
+	if !ok || len(hex) != 16 {
+		return false
+	}
+	for i := 0; i < len(hex); i++ {
+		if c := hex[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// isName is domain.ValidateName: a DNS-1123 label of at most 63 characters.
+func isName(s string) bool {
+	if s == "" || len(s) > domain.MaxNameLength || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func notReady(cfg *routeCfg) error {
+	switch {
+	case cfg.Phase != domain.PhaseReady && cfg.Message != "":
+		return domain.Errorf(domain.EUNAVAILABLE, "function %q is not ready (phase %s): %s", cfg.Function, cfg.Phase, cfg.Message)
+	case cfg.Phase != domain.PhaseReady:
+		return domain.Errorf(domain.EUNAVAILABLE, "function %q is not ready (phase %s)", cfg.Function, cfg.Phase)
+	}
+	return domain.Errorf(domain.EUNAVAILABLE, "function %q is being started (phase %s)", cfg.Function, cfg.Phase)
+}
+
+func tooLarge(limit int64) error {
+	return domain.Errorf(domain.ETOOLARGE, "the request body is larger than %d bytes", limit)
+}
+
+// newReverseProxy builds the one ReverseProxy all requests share.
+func (p *Proxy) newReverseProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:        p.rewrite,
+		Transport:      &wakeTransport{p: p, base: p.up},
+		ModifyResponse: modifyResponse,
+		ErrorHandler:   p.upstreamError,
+		BufferPool:     bufferPool{},
+	}
+}
+
+// rewrite points the outgoing request at the function: its endpoint, the
+// path below /fn/{ns}/{name} (escaped as received), the query as it is, and
+// X-Forwarded-* from the connection (the client's only from trusted proxies).
+// ReverseProxy has already removed hop-by-hop headers and the client's
+// Forwarded and X-Forwarded-* headers; Content-Length and the body pass.
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	c := callOf(pr.In.Context())
+	out := pr.Out
+	out.URL.Scheme, out.URL.Host, out.URL.User = c.target.Scheme, c.target.Host, nil
+	out.URL.RawPath = c.path
+	if path, err := url.PathUnescape(c.path); err == nil {
+		out.URL.Path = path
+	} else {
+		out.URL.Path, out.URL.RawPath = c.path, ""
+	}
+	out.Host = ""
+	in := pr.In.Header
+	trusted := p.trusted(pr.In.RemoteAddr)
+	if trusted {
+		if xff := in.Values("X-Forwarded-For"); len(xff) > 0 {
+			out.Header["X-Forwarded-For"] = append([]string(nil), xff...)
+		}
+	}
+	pr.SetXForwarded()
+	if trusted {
+		if v := in.Get("X-Forwarded-Proto"); v == "http" || v == "https" {
+			out.Header.Set("X-Forwarded-Proto", v)
+		}
+		if v := in.Get("X-Forwarded-Host"); v != "" {
+			out.Header.Set("X-Forwarded-Host", v)
+		}
+	}
+	out.Header.Set(PrefixHeader, c.prefix)
+	out.Header.Set(InvocationHeader, c.id.String())
+}
+
+// modifyResponse takes the runtime's log out of the response.
+func modifyResponse(resp *http.Response) error {
+	if v := resp.Header.Get(LogHeader); v != "" {
+		if c := callOf(resp.Request.Context()); c != nil {
+			c.log = v
+		}
+	}
+	resp.Header.Del(LogHeader)
+	resp.Header.Del(InvocationHeader) // ours is set already
+	return nil
+}
+
+// upstreamError answers a request the function did not: 504 past its
+// timeout, 413 for a streamed body over the limit, nothing to a caller who
+// left, 502 otherwise.
+func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	c := callOf(r.Context())
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(context.Cause(r.Context()), errTimeout):
+		p.fail(w, c, "timeout", http.StatusGatewayTimeout, domain.Errorf(codeTimeout, "%v", timeoutError(c.timeout)))
+	case errors.As(err, &mbe) || c.body != nil && c.body.n > c.body.limit:
+		p.fail(w, c, "too_large", http.StatusRequestEntityTooLarge, tooLarge(p.cfg.MaxBodyBytes))
+	case r.Context().Err() != nil:
+		c.status, c.errText = statusClientGone, "the client went away"
+		p.metrics.proxyErrors.WithLabelValues("client_gone").Inc()
+	default:
+		p.log.Warn("function did not answer", "function", c.e.key.String(), "error", err)
+		p.fail(w, c, "upstream", http.StatusBadGateway, domain.Errorf(codeBadGateway, "the function did not answer"))
+	}
+}
+
+// Error codes of the proxy's own answers that have no domain code.
+const (
+	codeTimeout    = "TIMEOUT"     // 504
+	codeBadGateway = "BAD_GATEWAY" // 502
+)
+
+func (p *Proxy) fail(w http.ResponseWriter, c *call, reason string, status int, err error) {
+	c.status, c.errText = status, domain.ErrorMessage(err)
+	p.metrics.proxyErrors.WithLabelValues(reason).Inc()
+	writeError(w, status, err)
+}
+
+// reject answers a request that concerns no known function; nothing is recorded.
+func (p *Proxy) reject(w http.ResponseWriter, r *http.Request, reason string, status int, err error) {
+	p.metrics.proxyErrors.WithLabelValues(reason).Inc()
+	writeError(w, status, err)
+}
+
+// writeError writes the API's error shape, {"error": {"code", "message"}}.
+func writeError(w http.ResponseWriter, status int, err error) {
+	code := domain.ErrorCode(err)
+	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": domain.ErrorMessage(err)}})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	h.Set("Cache-Control", "no-store")
+	if status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// recorder notes the status and counts the bytes of a response. Flushing
+// and hijacking reach the server's writer through Unwrap.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 && code >= 200 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// body counts what the function reads of the request body, stops it at the
+// limit (*http.MaxBytesError), and ignores Close: the transport closes a
+// body it could not send, and a request retried after a dial failure needs it.
+type body struct {
+	r       io.ReadCloser
+	n       int64
+	limit   int64
+	touched bool
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	b.touched = true
+	if b.n > b.limit {
+		return 0, &http.MaxBytesError{Limit: b.limit}
+	}
+	if room := b.limit + 1 - b.n; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if b.n > b.limit {
+		return n, &http.MaxBytesError{Limit: b.limit}
+	}
+	return n, err
+}
+
+func (b *body) Close() error { return nil }
+
+// wakeTransport retries, once, a request whose connection could not even be
+// made (nothing was sent): the function was stopped or restarted behind the
+// proxy's back, so it is woken like a cold start first.
+type wakeTransport struct {
+	p    *Proxy
+	base http.RoundTripper
+}
+
+func (t *wakeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	c := callOf(req.Context())
+	var op *net.OpError
+	if err == nil || c == nil || t.p.cfg.Scaler == nil || !errors.As(err, &op) || op.Op != "dial" ||
+		c.body != nil && c.body.touched || req.Context().Err() != nil {
+		return resp, err
+	}
+	t.p.log.Info("function endpoint refused a connection; starting it again", "function", c.e.key.String(), "endpoint", req.URL.Host)
+	u, werr := t.p.rewake(req.Context(), c.e, req.URL.Host)
+	if werr != nil {
+		return nil, err
+	}
+	c.cold, c.target = true, u
+	retry := req.Clone(req.Context())
+	retry.URL.Scheme, retry.URL.Host = u.Scheme, u.Host
+	if c.body != nil && req.Body != nil {
+		// ReverseProxy's wrapper of the body reads as closed now that the
+		// transport closed it; the untouched body underneath is still whole.
+		retry.Body = c.body
+	}
+	return t.base.RoundTrip(retry)
+}
+
+// bufferPool lends ReverseProxy its 32 KiB copy buffers.
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *(buffers.Get().(*[]byte)) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }
+
+// errTimeout is the cause of a request context that ran out of the function's timeout.
+var errTimeout = errors.New("function timeout")
+
+// timeoutError is the 504 message of a function that ran past its timeout.
+func timeoutError(sec int) error {
+	return fmt.Errorf("the function did not answer within its timeout of %d s", sec)
+}

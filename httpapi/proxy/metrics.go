@@ -1,0 +1,124 @@
+package proxy
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slessio/sless/store"
+)
+
+// durationBuckets span a fast Go handler to the longest function timeout.
+var durationBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900}
+
+// metrics are the proxy's Prometheus collectors:
+//
+//	sless_invocations_total{namespace,function,trigger,code}
+//	sless_invocation_duration_seconds{namespace,function,trigger}   histogram
+//	sless_cold_starts_total{namespace,function}
+//	sless_cold_start_duration_seconds                             histogram
+//	sless_proxy_errors_total{reason}  bad_request, not_found, disabled, not_ready,
+//	                                  too_large, overloaded, wake, timeout, upstream, client_gone
+//	sless_proxy_requests_in_flight
+//	sless_invocation_log_written_total, sless_invocation_log_dropped_total{reason}
+//	                                  (when Config.Invocations has Stats, as the store's writer)
+type metrics struct {
+	invocations      *prometheus.CounterVec
+	duration         *prometheus.HistogramVec
+	coldStarts       *prometheus.CounterVec
+	coldStartSeconds prometheus.Histogram
+	proxyErrors      *prometheus.CounterVec
+	inflight         prometheus.Gauge
+
+	mu  sync.Mutex
+	fns map[fnKey]*fnMetrics
+}
+
+// fnMetrics caches one function's series, so a request does not hash labels
+// for the common ones.
+type fnMetrics struct {
+	key        fnKey
+	coldStarts prometheus.Counter
+	httpDur    prometheus.Observer
+	codes      sync.Map // int status → prometheus.Counter, http trigger
+}
+
+// statsSource is what the store's InvocationWriter offers for metrics.
+type statsSource interface {
+	Stats() store.InvocationWriterStats
+}
+
+func newMetrics(reg prometheus.Registerer, rec Recorder) (*metrics, error) {
+	m := &metrics{
+		invocations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sless_invocations_total",
+			Help: "Invocations of functions by trigger (http, cron, job) and status code."}, []string{"namespace", "function", "trigger", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sless_invocation_duration_seconds",
+			Help: "Duration of invocations, through the proxy for http.", Buckets: durationBuckets}, []string{"namespace", "function", "trigger"}),
+		coldStarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sless_cold_starts_total",
+			Help: "Functions started by the proxy for a request after scale to zero."}, []string{"namespace", "function"}),
+		coldStartSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sless_cold_start_duration_seconds",
+			Help: "Time from the first held request to a started function.", Buckets: durationBuckets}),
+		proxyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sless_proxy_errors_total",
+			Help: "Requests the proxy answered itself, or could not finish, by reason."}, []string{"reason"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sless_proxy_requests_in_flight",
+			Help: "Requests being proxied to functions."}),
+		fns: map[fnKey]*fnMetrics{},
+	}
+	if reg == nil {
+		return m, nil
+	}
+	cs := []prometheus.Collector{m.invocations, m.duration, m.coldStarts, m.coldStartSeconds, m.proxyErrors, m.inflight}
+	if src, ok := rec.(statsSource); ok {
+		cs = append(cs,
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sless_invocation_log_written_total",
+				Help: "Invocation records stored."}, func() float64 { return float64(src.Stats().Written) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sless_invocation_log_dropped_total",
+				Help: "Invocation records dropped: the buffer was full or the writer closed.", ConstLabels: prometheus.Labels{"reason": "buffer"}},
+				func() float64 { return float64(src.Stats().Dropped) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sless_invocation_log_dropped_total",
+				Help: "Invocation records dropped: the buffer was full or the writer closed.", ConstLabels: prometheus.Labels{"reason": "write_failed"}},
+				func() float64 { return float64(src.Stats().Failed) }))
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// function returns the cached series of one function.
+func (m *metrics) function(k fnKey) *fnMetrics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.fns[k]
+	if f == nil {
+		f = &fnMetrics{key: k,
+			coldStarts: m.coldStarts.WithLabelValues(k.ns, k.name),
+			httpDur:    m.duration.WithLabelValues(k.ns, k.name, string(store.InvocationHTTP)),
+		}
+		m.fns[k] = f
+	}
+	return f
+}
+
+// observe counts one finished invocation.
+func (m *metrics) observe(f *fnMetrics, trigger store.TriggerKind, status int, d time.Duration) {
+	if trigger == store.InvocationHTTP || trigger == "" {
+		c, ok := f.codes.Load(status)
+		if !ok {
+			c, _ = f.codes.LoadOrStore(status, m.invocations.WithLabelValues(f.key.ns, f.key.name, string(store.InvocationHTTP), strconv.Itoa(status)))
+		}
+		c.(prometheus.Counter).Inc()
+		f.httpDur.Observe(d.Seconds())
+		return
+	}
+	m.invocations.WithLabelValues(f.key.ns, f.key.name, string(trigger), strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(f.key.ns, f.key.name, string(trigger)).Observe(d.Seconds())
+}

@@ -1,0 +1,250 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultIdleTimeout     = 10 * time.Minute
+	DefaultMaxBodyBytes    = 6 << 20 // the request payload limit of AWS Lambda
+	DefaultWakeTimeout     = 30 * time.Second
+	DefaultMaxWaiting      = 1000
+	DefaultRefreshInterval = time.Minute
+	DefaultMaxConns        = 32
+	// upstreamIdle is how long an idle connection to a function is kept:
+	// shorter than the runtimes keep theirs (Node.js 120 s, Go and Python
+	// without limit), so the proxy closes first.
+	upstreamIdle = time.Minute
+	// Prefix is the path below which functions are served: /fn/{ns}/{name}/...
+	Prefix = "/fn/"
+)
+
+// Recorder takes invocation records without blocking (a
+// *store.InvocationWriter); it returns false when it dropped one.
+type Recorder interface {
+	Record(inv store.Invocation) bool
+}
+
+// Config wires a Proxy.
+type Config struct {
+	// Store reads the routes and announces their changes. Required.
+	Store *store.Store
+	// Invocations receives a record of every request to a known function;
+	// nil records nothing.
+	Invocations Recorder
+	// Scaler starts and stops functions for scale to zero; nil never stops a
+	// function (and a function found not running answers 503).
+	Scaler Scaler
+	// IdleTimeout is how long a function may go without requests before it
+	// is stopped (10 min); negative: never.
+	IdleTimeout time.Duration
+	// IdleTimeouts overrides IdleTimeout per function, keyed "<ns>/<name>";
+	// 0 or negative: never stopped.
+	IdleTimeouts map[string]time.Duration
+	// MaxBodyBytes caps a request body (6 MiB): 413 beyond it.
+	MaxBodyBytes int64
+	// WakeTimeout bounds a cold start and how long requests wait for it (30 s).
+	WakeTimeout time.Duration
+	// MaxWaiting bounds the requests one function holds during a cold start
+	// (1,000); more get 503 at once.
+	MaxWaiting int
+	// MaxConnsPerFunction bounds the connections to one function process
+	// (32): the requests beyond it wait for one, within the function's timeout.
+	MaxConnsPerFunction int
+	// RefreshInterval is the period of the full route refresh that backs up
+	// the notifications (1 min).
+	RefreshInterval time.Duration
+	// TrustedProxies are the peers (a load balancer, an ingress) whose
+	// X-Forwarded-For, -Proto and -Host are kept and extended; from anyone
+	// else they are replaced. Empty: trust no one.
+	TrustedProxies []netip.Prefix
+	// Registerer receives the proxy's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Proxy serves /fn/{ns}/{name}/... from an in-memory route table. Create it
+// with New, load the table with Start, and mount it (it is an http.Handler)
+// in front of the API router.
+type Proxy struct {
+	cfg     Config
+	log     *slog.Logger
+	routes  table
+	rp      *httputil.ReverseProxy
+	up      *upstream
+	metrics *metrics
+
+	lifeMu sync.Mutex
+	life   context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns a Proxy for cfg with an empty route table.
+// It returns EINVALID without a Store.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Store == nil {
+		return nil, domain.Errorf(domain.EINVALID, "proxy: Config.Store is required")
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.WakeTimeout <= 0 {
+		cfg.WakeTimeout = DefaultWakeTimeout
+	}
+	if cfg.MaxWaiting <= 0 {
+		cfg.MaxWaiting = DefaultMaxWaiting
+	}
+	if cfg.MaxConnsPerFunction <= 0 {
+		cfg.MaxConnsPerFunction = DefaultMaxConns
+	}
+	if cfg.RefreshInterval <= 0 {
+		cfg.RefreshInterval = DefaultRefreshInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m, err := newMetrics(cfg.Registerer, cfg.Invocations)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: m, up: newUpstream(cfg.MaxConnsPerFunction, upstreamIdle)}
+	p.rp = p.newReverseProxy()
+	return p, nil
+}
+
+// Start loads the route table and keeps it fresh (LISTEN on
+// store.RoutesChannel, a full refresh every RefreshInterval), and starts
+// putting idle functions to sleep, until ctx ends or Close. It returns when
+// the table is loaded.
+//
+// Errors: EUNAVAILABLE, EINTERNAL (the first load failed; nothing was started).
+func (p *Proxy) Start(ctx context.Context) error {
+	if err := p.refreshAll(ctx); err != nil {
+		return err
+	}
+	p.lifeMu.Lock()
+	defer p.lifeMu.Unlock()
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p.life, p.stop = life, stop
+	context.AfterFunc(ctx, stop)
+	p.wg.Add(2)
+	go func() { defer p.wg.Done(); p.listen(life) }()
+	go func() { defer p.wg.Done(); p.reap(life) }()
+	return nil
+}
+
+// Close stops refreshing the table and putting functions to sleep, and waits
+// for that (up to ctx). Functions keep running; requests are still served
+// from the table as it was.
+func (p *Proxy) Close(ctx context.Context) error {
+	p.lifeMu.Lock()
+	stop := p.stop
+	p.lifeMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ctx is the proxy's lifetime: wakes and sleeps run in it.
+func (p *Proxy) ctx() context.Context {
+	p.lifeMu.Lock()
+	defer p.lifeMu.Unlock()
+	if p.life == nil {
+		return context.Background()
+	}
+	return p.life
+}
+
+// RouteState is what the proxy knows about one function right now.
+type RouteState struct {
+	store.Route
+	State    string // asleep, waking, awake or sleeping (see the package doc)
+	Awake    bool   // running, as far as the proxy knows
+	Live     string // where requests go while awake
+	InFlight int64  // requests being proxied
+	Waiting  int    // requests held for a cold start
+}
+
+// Lookup returns the state of one function in the route table.
+func (p *Proxy) Lookup(namespace, function string) (RouteState, bool) {
+	e := p.routes.get(fnKey{namespace, function})
+	if e == nil {
+		return RouteState{}, false
+	}
+	st := RouteState{InFlight: e.inflight.Load()}
+	if cfg := e.cfg.Load(); cfg != nil {
+		st.Route = cfg.Route
+	}
+	e.mu.Lock()
+	st.State, st.Awake, st.Waiting = e.state.String(), e.state == awake, e.waiting
+	if e.live != nil {
+		st.Live = e.live.String()
+	}
+	e.mu.Unlock()
+	return st, true
+}
+
+// Record counts a run of a function (cron, job) in the metrics and passes
+// it to Config.Invocations, so that every invocation is in one log and one
+// set of metrics; it reports whether the record was queued.
+func (p *Proxy) Record(inv store.Invocation) bool {
+	p.metrics.observe(p.metrics.function(fnKey{inv.Namespace, inv.Function}), inv.Trigger, inv.Status, inv.Duration)
+	return p.record(inv)
+}
+
+func (p *Proxy) record(inv store.Invocation) bool {
+	if p.cfg.Invocations == nil {
+		return true
+	}
+	return p.cfg.Invocations.Record(inv)
+}
+
+// trusted reports whether the peer at remoteAddr may set X-Forwarded-*.
+func (p *Proxy) trusted(remoteAddr string) bool {
+	if len(p.cfg.TrustedProxies) == 0 {
+		return false
+	}
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	for _, pfx := range p.cfg.TrustedProxies {
+		if pfx.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+var _ http.Handler = (*Proxy)(nil)

@@ -1,0 +1,360 @@
+package proxy
+
+import (
+	"context"
+	"net/url"
+	"time"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/workers"
+)
+
+// Scaler starts and stops a function's active version for scale to zero.
+// Idleness is runtime state, like Knative's activator keeps it: it is not in
+// the event log, whose desired state (active version, enabled http trigger)
+// does not change when a function sleeps.
+type Scaler interface {
+	// Wake runs the function's active version (idempotent: when it runs, its
+	// endpoint is returned at once) and returns its endpoint once it answers.
+	Wake(ctx context.Context, namespace, function string) (endpoint string, err error)
+	// Sleep stops every process of the function.
+	Sleep(ctx context.Context, namespace, function string) error
+}
+
+// state is where a function is in scale to zero:
+//
+//	awake ──idle, nothing in flight──► sleeping ──Scaler.Sleep──► asleep
+//	  ▲                                                             │ request
+//	  └───────────────Scaler.Wake ok─────── waking ◄────────────────┘
+//	                                          │ fails: asleep, the waiting requests get 503
+//
+// A rollout seen in the read model (new endpoint or version) makes a
+// function awake at once; a dial failure to an awake function makes it asleep
+// and the request that saw it waits for a wake (once).
+type state uint8
+
+const (
+	asleep state = iota
+	waking
+	awake
+	sleeping
+)
+
+func (s state) String() string {
+	return [...]string{"asleep", "waking", "awake", "sleeping"}[s]
+}
+
+// Reasons a request gets no upstream, rendered as 503.
+var (
+	errNotRunning = domain.Errorf(domain.EUNAVAILABLE, "the function is not running")
+	errOverloaded = domain.Errorf(domain.EUNAVAILABLE, "too many requests are waiting for the function to start")
+	errWakeSlow   = domain.Errorf(domain.EUNAVAILABLE, "the function did not start in time")
+)
+
+// acquire returns where to send a request, counting it in flight, and
+// whether it waited for a cold start. Requests that find the function asleep
+// (or going to sleep) wait, at most MaxWaiting of them and at most
+// WakeTimeout, while a single Scaler.Wake runs for all of them. The caller
+// must call release after an acquire without error.
+func (p *Proxy) acquire(ctx context.Context, e *entry) (*url.URL, bool, error) {
+	return p.await(ctx, e, true)
+}
+
+func (p *Proxy) release(e *entry) {
+	e.lastUsed.Store(time.Now().UnixNano())
+	e.inflight.Add(-1)
+}
+
+// await waits until e is awake and returns its endpoint; with count it also
+// counts the request in flight, under the same lock, so a sleep cannot slip
+// in between.
+func (p *Proxy) await(ctx context.Context, e *entry, count bool) (*url.URL, bool, error) {
+	cold := false
+	var deadline time.Time
+	e.mu.Lock()
+	for {
+		switch e.state {
+		case awake:
+			if count {
+				e.inflight.Add(1)
+			}
+			u := e.live
+			e.mu.Unlock()
+			return u, cold, nil
+		case asleep:
+			if p.cfg.Scaler == nil {
+				e.mu.Unlock()
+				return nil, cold, errNotRunning
+			}
+			p.startWake(e)
+		}
+		if e.waiting >= p.cfg.MaxWaiting {
+			e.mu.Unlock()
+			p.metrics.proxyErrors.WithLabelValues("overloaded").Inc()
+			return nil, cold, errOverloaded
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(p.cfg.WakeTimeout)
+		}
+		forWake := e.state == waking
+		ch := e.change
+		e.waiting++
+		e.mu.Unlock()
+		cold = true
+		err := waitClosed(ctx, ch, deadline)
+		e.mu.Lock()
+		e.waiting--
+		if err != nil {
+			e.mu.Unlock()
+			return nil, cold, err
+		}
+		if forWake && e.state == asleep { // the wake we waited for failed
+			err := e.wakeErr
+			e.mu.Unlock()
+			return nil, cold, err
+		}
+	}
+}
+
+// waitClosed waits for ch to close, ctx to end or the deadline to pass.
+func waitClosed(ctx context.Context, ch <-chan struct{}, deadline time.Time) error {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return errWakeSlow
+	}
+}
+
+// startWake starts the one Scaler.Wake for e; e.mu is held and e is asleep.
+// The wake has its own deadline and is not tied to any request: a caller
+// that gives up does not cancel the start for the others.
+func (p *Proxy) startWake(e *entry) {
+	e.state = waking
+	ch := make(chan struct{})
+	e.change = ch
+	go func() {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(p.ctx(), p.cfg.WakeTimeout)
+		defer cancel()
+		endpoint, err := p.cfg.Scaler.Wake(ctx, e.key.ns, e.key.name)
+		var u *url.URL
+		if err == nil {
+			u, err = parseEndpoint(endpoint)
+		}
+		took := time.Since(start)
+		e.mu.Lock()
+		if err != nil {
+			e.state, e.live = asleep, nil
+			e.wakeErr = wakeError(err)
+		} else {
+			e.state, e.live, e.wakeErr = awake, u, nil
+			e.lastUsed.Store(time.Now().UnixNano())
+		}
+		close(ch)
+		e.mu.Unlock()
+		if err != nil {
+			p.metrics.proxyErrors.WithLabelValues("wake").Inc()
+			p.log.Error("cold start failed", "function", e.key.String(), "took", took, "error", err)
+			return
+		}
+		e.m.coldStarts.Inc()
+		p.metrics.coldStartSeconds.Observe(took.Seconds())
+		p.log.Info("cold start", "function", e.key.String(), "took", took, "endpoint", endpoint)
+	}()
+}
+
+// wakeError is what waiting callers are told: the user's start failure
+// (EUNPROCESSABLE, its stderr) is the function owner's to read in the
+// function's message, not every anonymous caller's.
+func wakeError(err error) error {
+	if domain.ErrorCode(err) == domain.EUNPROCESSABLE {
+		return domain.Errorf(domain.EUNAVAILABLE, "the function could not be started; its owner finds why in the function's status")
+	}
+	return domain.Errorf(domain.EUNAVAILABLE, "the function could not be started: %s", domain.ErrorMessage(err))
+}
+
+// rewake handles a dial failure to an awake function (it was stopped or
+// restarted behind the proxy's back): unless another request already found
+// a new endpoint, the function is marked asleep, and the caller waits for a
+// wake like a cold start. The request stays counted in flight.
+func (p *Proxy) rewake(ctx context.Context, e *entry, failedHost string) (*url.URL, error) {
+	e.mu.Lock()
+	if e.state == awake && e.live != nil && e.live.Host == failedHost {
+		e.state, e.live = asleep, nil
+	}
+	e.mu.Unlock()
+	u, _, err := p.await(ctx, e, false)
+	return u, err
+}
+
+// sleepIfIdle stops e when it is awake, has nothing in flight and was idle
+// for its idle period (or at all, with force), and reports whether it did.
+// Idle means idle on every replica: the invocation log is asked whether
+// another one served the function meanwhile.
+func (p *Proxy) sleepIfIdle(e *entry, force bool) (bool, error) {
+	cfg := e.cfg.Load()
+	eligible := func() bool {
+		idleFor := time.Since(time.Unix(0, e.lastUsed.Load()))
+		return p.cfg.Scaler != nil && cfg != nil && e.state == awake && e.inflight.Load() == 0 &&
+			(force || cfg.idle > 0 && idleFor >= cfg.idle)
+	}
+	e.mu.Lock()
+	ok := eligible()
+	e.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(p.ctx(), p.cfg.WakeTimeout)
+	defer cancel()
+	if !force {
+		end, err := p.cfg.Store.LastInvocationEnd(ctx, e.key.ns, e.key.name, store.InvocationHTTP, time.Now().Add(-cfg.idle-time.Hour))
+		if err != nil {
+			p.log.Warn("scale to zero: cannot read the invocation log; trying later", "function", e.key.String(), "error", err)
+			return false, nil
+		}
+		if time.Since(end) < cfg.idle {
+			if end.UnixNano() > e.lastUsed.Load() {
+				e.lastUsed.Store(end.UnixNano()) // served elsewhere: idle from then on
+			}
+			return false, nil
+		}
+	}
+
+	e.mu.Lock()
+	if !eligible() { // a request came meanwhile
+		e.mu.Unlock()
+		return false, nil
+	}
+	idleFor := time.Since(time.Unix(0, e.lastUsed.Load()))
+	e.state = sleeping
+	ch := make(chan struct{})
+	e.change = ch
+	e.mu.Unlock()
+
+	err := p.cfg.Scaler.Sleep(ctx, e.key.ns, e.key.name)
+	// Asleep even when Sleep failed: the next request wakes it, and Wake of
+	// a function that still runs returns its endpoint.
+	e.mu.Lock()
+	e.state, e.live = asleep, nil
+	close(ch)
+	e.mu.Unlock()
+	if err != nil {
+		p.log.Warn("scale to zero failed", "function", e.key.String(), "error", err)
+		return true, err
+	}
+	p.log.Info("scaled to zero", "function", e.key.String(), "idle", idleFor.Round(time.Millisecond))
+	return true, nil
+}
+
+// reap puts idle functions to sleep, checking every reapInterval.
+func (p *Proxy) reap(ctx context.Context) {
+	t := time.NewTicker(p.reapInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, e := range p.routes.all() {
+			if e.cfg.Load().idle <= 0 {
+				continue
+			}
+			if e.reaping.CompareAndSwap(false, true) {
+				go func() {
+					defer e.reaping.Store(false)
+					_, _ = p.sleepIfIdle(e, false) // logged inside
+				}()
+			}
+		}
+		p.up.closeIdle(upstreamIdle)
+	}
+}
+
+// reapInterval is a quarter of the shortest idle period, within 10 ms to 15 s.
+func (p *Proxy) reapInterval() time.Duration {
+	shortest := p.cfg.IdleTimeout
+	for _, d := range p.cfg.IdleTimeouts {
+		if d > 0 && (shortest <= 0 || d < shortest) {
+			shortest = d
+		}
+	}
+	if shortest <= 0 {
+		return 15 * time.Second
+	}
+	return min(max(shortest/4, 10*time.Millisecond), 15*time.Second)
+}
+
+// Sleep scales a function to zero now, unless requests are in flight
+// (ECONFLICT) or it is not running (nothing to do). Operators and benchmarks
+// use it; idle functions go to sleep by themselves.
+//
+// Errors: ENOTFOUND (not in the route table), ECONFLICT, and the Scaler's errors.
+func (p *Proxy) Sleep(ctx context.Context, namespace, function string) error {
+	e := p.routes.get(fnKey{namespace, function})
+	if e == nil {
+		return domain.Errorf(domain.ENOTFOUND, "function %q of namespace %q is not routed", function, namespace)
+	}
+	if e.inflight.Load() != 0 {
+		return domain.Errorf(domain.ECONFLICT, "function %q has requests in flight", function)
+	}
+	_, err := p.sleepIfIdle(e, true)
+	return err
+}
+
+// DriverScaler is a Scaler that runs a function's active version through a
+// workers.Driver: Wake is Deploy with one replica, Sleep Deploy with none.
+// It reads the active version from the read model (one query per start or
+// stop, never per request).
+type DriverScaler struct {
+	Driver workers.Driver
+	Store  *store.Store
+}
+
+var _ Scaler = DriverScaler{}
+
+// Wake deploys the active version with one replica and returns its endpoint.
+// Errors: ENOTFOUND, EUNPROCESSABLE (no built active version; it cannot
+// start), and the driver's.
+func (s DriverScaler) Wake(ctx context.Context, namespace, function string) (string, error) {
+	w, err := s.workload(ctx, namespace, function)
+	if err != nil {
+		return "", err
+	}
+	return s.Driver.Deploy(ctx, workers.Deployment{Workload: w, Replicas: 1})
+}
+
+// Sleep deploys the active version with no replicas.
+// Errors: ENOTFOUND, EUNPROCESSABLE, and the driver's.
+func (s DriverScaler) Sleep(ctx context.Context, namespace, function string) error {
+	w, err := s.workload(ctx, namespace, function)
+	if err != nil {
+		return err
+	}
+	_, err = s.Driver.Deploy(ctx, workers.Deployment{Workload: w, Replicas: 0})
+	return err
+}
+
+func (s DriverScaler) workload(ctx context.Context, ns, name string) (workers.Workload, error) {
+	f, err := s.Store.GetFunction(ctx, ns, name)
+	if err != nil {
+		return workers.Workload{}, err
+	}
+	if f.ActiveVersion == 0 {
+		return workers.Workload{}, domain.Errorf(domain.EUNPROCESSABLE, "function %q has no active version", name)
+	}
+	v, err := s.Store.GetVersion(ctx, ns, name, f.ActiveVersion)
+	if err != nil {
+		return workers.Workload{}, err
+	}
+	if v.BuildStatus != domain.BuildStatusSucceeded {
+		return workers.Workload{}, domain.Errorf(domain.EUNPROCESSABLE, "version %d of %q is not built (%s)", v.Number, name, v.BuildStatus)
+	}
+	return workers.Workload{Namespace: ns, Function: name, Version: v.Number, Image: v.Image, Config: v.Config}, nil
+}

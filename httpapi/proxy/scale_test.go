@@ -1,0 +1,321 @@
+package proxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/proxy"
+	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/workers"
+)
+
+// TestScaleToZeroAndColdStart: an idle function is stopped; 50 requests at
+// once to the stopped function all succeed, and exactly one process starts.
+func TestScaleToZeroAndColdStart(t *testing.T) {
+	t.Parallel()
+	const idle = 400 * time.Millisecond
+	f := setup(t, options{idle: map[string]time.Duration{"nap": idle}})
+	f.deploy("nap", pySpec, pyEcho)
+	first := decodeEcho(t, f.get("nap", "/"))
+	before, _ := f.proxy.Lookup(f.ns, "nap")
+
+	// Idle → stopped: the proxy says so, and the process is gone.
+	st := f.waitRoute("nap", func(st proxy.RouteState) bool { return st.State == "asleep" })
+	if st.Endpoint != before.Endpoint {
+		t.Fatalf("sleeping changed the read model's endpoint: %q → %q", before.Endpoint, st.Endpoint)
+	}
+	if err := syscall.Kill(first.PID, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("process %d still there after scale to zero: %v", first.PID, err)
+	}
+	if n := f.scaler.sleeps.Load(); n != 1 {
+		t.Fatalf("%d sleeps", n)
+	}
+
+	// 50 concurrent requests to the stopped function.
+	var wg sync.WaitGroup
+	pids := make(chan int, 50)
+	errs := make(chan string, 50)
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := f.client.Get(f.fnURL("nap", "/"))
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			var e echo
+			if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&e) != nil {
+				errs <- fmt.Sprintf("status %d", resp.StatusCode)
+				return
+			}
+			pids <- e.PID
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	close(pids)
+	for e := range errs {
+		t.Errorf("a request during the cold start failed: %s", e)
+	}
+	distinct := map[int]bool{}
+	for pid := range pids {
+		distinct[pid] = true
+	}
+	if len(distinct) != 1 || distinct[first.PID] {
+		t.Fatalf("served by processes %v (the first one was %d), want one new process", distinct, first.PID)
+	}
+	if n := f.scaler.wakes.Load(); n != 1 {
+		t.Fatalf("%d wakes for 50 requests, want 1", n)
+	}
+	invs := f.waitInvocations("nap", 51)
+	cold := 0
+	for _, inv := range invs {
+		if inv.ColdStart {
+			cold++
+		}
+	}
+	if len(invs) != 51 || cold == 0 || invs[len(invs)-1].ColdStart {
+		t.Fatalf("%d invocations recorded, %d cold; want 51, the held ones cold", len(invs), cold)
+	}
+	if n := f.metric(t, "sless_cold_starts_total", "", ""); n != 1 {
+		t.Fatalf("cold start metric %v", n)
+	}
+
+	// In flight keeps it awake: a request longer than the idle period.
+	done := make(chan answer, 1)
+	go func() { done <- f.get("nap", "/sleep?s=1.2") }()
+	f.waitRoute("nap", func(st proxy.RouteState) bool { return st.InFlight == 1 })
+	time.Sleep(idle + 400*time.Millisecond)
+	if st, _ := f.proxy.Lookup(f.ns, "nap"); !st.Awake {
+		t.Fatal("a function with a request in flight was stopped")
+	}
+	if err := f.proxy.Sleep(context.Background(), f.ns, "nap"); domain.ErrorCode(err) != domain.ECONFLICT {
+		t.Fatalf("Sleep with a request in flight: %v", err)
+	}
+	if a := <-done; a.status != 200 {
+		t.Fatalf("the long request: %d %s", a.status, a.body)
+	}
+	f.waitRoute("nap", func(st proxy.RouteState) bool { return st.State == "asleep" })
+}
+
+// TestColdStartFailureAnswers503: a version that cannot start gives the
+// held requests a 503 without the function's stderr, and the next request
+// tries again.
+func TestColdStartFailureAnswers503(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{idle: map[string]time.Duration{"flaky": time.Hour}})
+	f.deploy("flaky", pySpec, pyEcho)
+	if err := f.proxy.Sleep(context.Background(), f.ns, "flaky"); err != nil {
+		t.Fatal(err)
+	}
+	// The version cannot start (as a crash-looping one does).
+	f.scaler.failWith(domain.Errorf(domain.EUNPROCESSABLE, "Traceback: secret stderr"))
+	a := f.get("flaky", "/")
+	wantError(t, a, 503, domain.EUNAVAILABLE, "could not be started")
+	if strings.Contains(string(a.body), "secret") {
+		t.Fatalf("the function's stderr reached an anonymous caller: %s", a.body)
+	}
+	f.scaler.failWith(nil)
+	decodeEcho(t, f.get("flaky", "/"))
+	if n := f.scaler.wakes.Load(); n != 2 {
+		t.Fatalf("%d wakes", n)
+	}
+}
+
+// TestDialFailureWakesAgain: a function stopped behind the proxy's back (a
+// crash, a restart of the platform) is started again by the next request,
+// which succeeds.
+func TestDialFailureWakesAgain(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{})
+	w := f.deploy("gone", pySpec, pyEcho)
+	first := decodeEcho(t, f.get("gone", "/"))
+	if _, err := f.driver.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 0}); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, f.fnURL("gone", "/"), strings.NewReader("the body survives the retry"))
+	got := decodeEcho(t, f.do(req))
+	if got.PID == first.PID || got.SHA256 != sha("the body survives the retry") {
+		t.Fatalf("after the process was stopped: %+v", got)
+	}
+	if n := f.scaler.wakes.Load(); n != 1 {
+		t.Fatalf("%d wakes", n)
+	}
+	// The same with a bodiless request on the pooled, now dead, connection.
+	if _, err := f.driver.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if again := decodeEcho(t, f.get("gone", "/")); again.PID == got.PID {
+		t.Fatalf("served by the stopped process %d", again.PID)
+	}
+	if n := f.scaler.wakes.Load(); n != 2 {
+		t.Fatalf("%d wakes", n)
+	}
+}
+
+// TestInvocationLog10000: 10,000 requests through the proxy to a Go
+// function are all recorded, and the paginated query by status and time
+// returns each exactly once.
+func TestInvocationLog10000(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 requests")
+	}
+	t.Parallel()
+	f := setup(t, options{})
+	f.deploy("many", goSpec, goHello)
+	start := time.Now().Add(-time.Millisecond)
+	const total, workers = 10000, 16
+	codes := []int{200, 201, 404, 500}
+	ids := make([]map[uuid.UUID]int, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		ids[w] = map[uuid.UUID]int{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < total; i += workers {
+				code := codes[i%len(codes)]
+				resp, err := f.client.Get(f.fnURL("many", fmt.Sprintf("/x?code=%d", code)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != code {
+					t.Errorf("status %d, want %d", resp.StatusCode, code)
+					return
+				}
+				ids[w][mustUUID(t, resp.Header.Get(proxy.InvocationHeader))] = code
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	want := map[uuid.UUID]int{}
+	for _, m := range ids {
+		for id, c := range m {
+			want[id] = c
+		}
+	}
+	if len(want) != total {
+		t.Fatalf("%d distinct invocation ids for %d requests", len(want), total)
+	}
+	until := time.Now().Add(time.Millisecond)
+	f.waitInvocations("many", total) // the last handlers record after their clients read the answer
+
+	check := func(q store.InvocationQuery, keep func(code int) bool) {
+		t.Helper()
+		seen := map[uuid.UUID]bool{}
+		for _, inv := range f.invocations("many", q) {
+			if seen[inv.ID] {
+				t.Fatalf("%s listed twice", inv.ID)
+			}
+			seen[inv.ID] = true
+			code, ok := want[inv.ID]
+			if !ok || !keep(code) || inv.Status != code || inv.Log != "" {
+				t.Fatalf("listed %+v (want code %d, known %v)", inv, code, ok)
+			}
+		}
+		n := 0
+		for _, c := range want {
+			if keep(c) {
+				n++
+			}
+		}
+		if len(seen) != n {
+			t.Fatalf("query %+v listed %d, want %d", q, len(seen), n)
+		}
+	}
+	check(store.InvocationQuery{Since: start, Until: until, Limit: 1000}, func(int) bool { return true })
+	check(store.InvocationQuery{Since: start, Until: until, StatusMin: 500, StatusMax: 599, Limit: 333}, func(c int) bool { return c >= 500 })
+	check(store.InvocationQuery{StatusMin: 200, StatusMax: 299, Limit: 100}, func(c int) bool { return c < 300 })
+	if st := f.writer.Stats(); st.Dropped != 0 || st.Failed != 0 || st.Written != total {
+		t.Fatalf("writer stats %+v", st)
+	}
+	for id := range want {
+		inv, err := f.store.GetInvocation(context.Background(), f.ns, "many", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(inv.Log, "answering ") || inv.Duration <= 0 || inv.BytesOut == 0 {
+			t.Fatalf("full record %+v", inv)
+		}
+		break
+	}
+	if n := f.metric(t, "sless_invocations_total", "code", "404"); n != total/4 {
+		t.Fatalf("invocations metric for 404: %v", n)
+	}
+}
+
+// metric sums a counter's series of the fixture's namespace, optionally
+// only those with label=value.
+func (f *fixture) metric(t testing.TB, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			ours, match := false, label == ""
+			for _, l := range m.GetLabel() {
+				ours = ours || l.GetName() == "namespace" && l.GetValue() == f.ns
+				match = match || l.GetName() == label && l.GetValue() == value
+			}
+			if ours && match {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// TestIdleMeansIdleOnEveryReplica: a replica that serves no traffic does not
+// stop a function that another replica serves.
+func TestIdleMeansIdleOnEveryReplica(t *testing.T) {
+	t.Parallel()
+	const idle = 300 * time.Millisecond
+	f := setup(t, options{idle: map[string]time.Duration{"shared": idle}})
+	f.deploy("shared", pySpec, pyEcho)
+	other := &countingScaler{Scaler: proxy.DriverScaler{Driver: f.driver, Store: f.store}}
+	quietReplica, err := proxy.New(proxy.Config{Store: f.store, Scaler: other, IdleTimeout: -1,
+		IdleTimeouts: map[string]time.Duration{f.ns + "/shared": idle}, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := quietReplica.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { quietReplica.Close(context.Background()) })
+
+	pid := decodeEcho(t, f.get("shared", "/")).PID
+	for end := time.Now().Add(4 * idle); time.Now().Before(end); time.Sleep(idle / 4) {
+		if got := decodeEcho(t, f.get("shared", "/")).PID; got != pid {
+			t.Fatalf("the function was restarted (pid %d → %d) while it served", pid, got)
+		}
+	}
+	if n := other.sleeps.Load() + f.scaler.sleeps.Load(); n != 0 {
+		t.Fatalf("%d sleeps while a replica served the function", n)
+	}
+	// Without traffic anywhere, it goes to sleep.
+	f.waitRoute("shared", func(st proxy.RouteState) bool { return st.State == "asleep" })
+}

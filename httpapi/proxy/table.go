@@ -1,0 +1,244 @@
+package proxy
+
+import (
+	"context"
+	"maps"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+)
+
+// fnKey names a function across namespaces; a struct key costs no allocation
+// on lookup.
+type fnKey struct{ ns, name string }
+
+func (k fnKey) String() string { return k.ns + "/" + k.name }
+
+// routeCfg is a function's route as the read model says, with what the
+// proxy derives from it once.
+type routeCfg struct {
+	store.Route
+	target *url.URL      // the read model's endpoint; nil when nothing runs
+	idle   time.Duration // scale to zero after this long without requests; 0: never
+}
+
+// entry is one function in the route table: its route and its runtime state
+// (awake or not, requests in flight), which outlive route refreshes.
+type entry struct {
+	key fnKey
+	cfg atomic.Pointer[routeCfg]
+	m   *fnMetrics
+
+	mu      sync.Mutex
+	state   state
+	live    *url.URL      // where requests go while awake
+	change  chan struct{} // closed when the running wake or sleep ends
+	wakeErr error         // why the last wake failed
+
+	waiting  int          // requests held for a wake; under mu
+	inflight atomic.Int64 // requests being proxied
+	lastUsed atomic.Int64 // unix nanos: last request end, or last wake
+	reaping  atomic.Bool  // an idle check runs
+}
+
+// table is the route table: a map replaced whole (copy on write) when a
+// function appears or goes, read without locks on every request.
+type table struct {
+	m  atomic.Pointer[map[fnKey]*entry]
+	mu sync.Mutex // serializes refreshes: read and apply as one step
+}
+
+func (t *table) get(k fnKey) *entry {
+	if m := t.m.Load(); m != nil {
+		return (*m)[k]
+	}
+	return nil
+}
+
+func (t *table) all() map[fnKey]*entry {
+	if m := t.m.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+// refreshAll reads every route and applies them; functions gone from the
+// read model leave the table. t.mu is held over the read, so a slower
+// refresh cannot apply older data over a newer one.
+func (p *Proxy) refreshAll(ctx context.Context) error {
+	p.routes.mu.Lock()
+	defer p.routes.mu.Unlock()
+	rs, err := p.cfg.Store.ListRoutes(ctx)
+	if err != nil {
+		return err
+	}
+	old := p.routes.all()
+	next := make(map[fnKey]*entry, len(rs))
+	for _, r := range rs {
+		k := fnKey{r.Namespace, r.Function}
+		e := old[k]
+		if e == nil {
+			e = p.newEntry(k)
+		}
+		p.apply(e, r)
+		next[k] = e
+	}
+	p.routes.m.Store(&next)
+	return nil
+}
+
+// refreshOne reads and applies the route of one function.
+func (p *Proxy) refreshOne(ctx context.Context, k fnKey) error {
+	p.routes.mu.Lock()
+	defer p.routes.mu.Unlock()
+	r, err := p.cfg.Store.GetRoute(ctx, k.ns, k.name)
+	old := p.routes.all()
+	switch {
+	case domain.ErrorCode(err) == domain.ENOTFOUND:
+		if _, ok := old[k]; ok {
+			next := maps.Clone(old)
+			delete(next, k)
+			p.routes.m.Store(&next)
+		}
+		return nil
+	case err != nil:
+		return err
+	}
+	if e := old[k]; e != nil {
+		p.apply(e, r)
+		return nil
+	}
+	e := p.newEntry(k)
+	p.apply(e, r)
+	next := maps.Clone(old)
+	if next == nil {
+		next = map[fnKey]*entry{}
+	}
+	next[k] = e
+	p.routes.m.Store(&next)
+	return nil
+}
+
+func (p *Proxy) newEntry(k fnKey) *entry {
+	e := &entry{key: k, state: asleep, m: p.metrics.function(k)}
+	e.lastUsed.Store(time.Now().UnixNano())
+	return e
+}
+
+// apply installs route r in e. A new endpoint or version means a rollout
+// ran the function (again): it is awake there, whatever the proxy believed.
+// An endpoint that went away (trigger disabled, rollout failed) leaves it asleep.
+func (p *Proxy) apply(e *entry, r store.Route) {
+	cfg := &routeCfg{Route: r, idle: p.idleFor(e.key)}
+	if r.Endpoint != "" {
+		if u, err := parseEndpoint(r.Endpoint); err == nil {
+			cfg.target = u
+		} else {
+			p.log.Warn("ignoring a malformed function endpoint", "function", e.key.String(), "endpoint", r.Endpoint, "error", err)
+		}
+	}
+	old := e.cfg.Swap(cfg)
+	if old != nil && old.Endpoint == r.Endpoint && old.ActiveVersion == r.ActiveVersion {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state == waking || e.state == sleeping {
+		return // the running transition decides; a wake returns the driver's endpoint
+	}
+	if cfg.target != nil {
+		e.state, e.live = awake, cfg.target
+		e.lastUsed.Store(time.Now().UnixNano())
+	} else {
+		e.state, e.live = asleep, nil
+	}
+}
+
+// idleFor is the idle period of a function: its override, else the default.
+func (p *Proxy) idleFor(k fnKey) time.Duration {
+	if d, ok := p.cfg.IdleTimeouts[k.String()]; ok {
+		return max(d, 0)
+	}
+	return max(p.cfg.IdleTimeout, 0)
+}
+
+// parseEndpoint accepts only absolute http(s) URLs without user info.
+func parseEndpoint(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return nil, err
+	case u.Scheme != "http" && u.Scheme != "https", u.Host == "", u.User != nil:
+		return nil, domain.Errorf(domain.EINVALID, "endpoint %q is not an http(s) URL of a host", s)
+	}
+	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
+}
+
+// listen keeps the table fresh: notifications of single functions, a full
+// refresh whenever listening (re)starts and every RefreshInterval.
+func (p *Proxy) listen(ctx context.Context) {
+	pending := make(chan fnKey, 1024)
+	go p.applyNotices(ctx, pending)
+	go func() {
+		t := time.NewTicker(p.cfg.RefreshInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := p.refreshAll(ctx); err != nil && ctx.Err() == nil {
+					p.log.Warn("route refresh failed", "error", err)
+				}
+			}
+		}
+	}()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := p.cfg.Store.ListenRoutes(ctx, func() {
+			backoff = 100 * time.Millisecond
+			if err := p.refreshAll(ctx); err != nil && ctx.Err() == nil {
+				p.log.Warn("route refresh failed", "error", err)
+			}
+		}, func(ns, name string) {
+			select {
+			case pending <- fnKey{ns, name}:
+			default: // a burst (projections rebuild): the full refresh covers it
+				go func() {
+					if err := p.refreshAll(ctx); err != nil && ctx.Err() == nil {
+						p.log.Warn("route refresh failed", "error", err)
+					}
+				}()
+			}
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		p.log.Warn("listening for route changes failed; listening again", "error", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// applyNotices refreshes the functions announced, one at a time, off the
+// listening connection.
+func (p *Proxy) applyNotices(ctx context.Context, pending <-chan fnKey) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case k := <-pending:
+			if err := p.refreshOne(ctx, k); err != nil && ctx.Err() == nil {
+				p.log.Warn("route refresh failed", "function", k.String(), "error", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/slessio/sless/domain"
+)
+
+// TriggerKind says what started an invocation.
+type TriggerKind string
+
+// Every trigger kind of an invocation.
+const (
+	InvocationHTTP TriggerKind = "http" // a request through the /fn/ proxy
+	InvocationCron TriggerKind = "cron" // a cron slot
+	InvocationJob  TriggerKind = "job"  // a one-shot job run
+)
+
+// Invocation is one recorded call of a function. Status is the HTTP status
+// the caller got; runs (cron, job) record 200 when they succeeded, 500 when
+// they failed and 504 when they timed out. Log is the function's output for
+// this call where the runtime captures it (X-Sless-Log; a run's stdout and
+// stderr); lists leave it empty.
+type Invocation struct {
+	ID        uuid.UUID
+	Namespace string
+	Function  string
+	Version   int
+	Trigger   TriggerKind
+	Method    string
+	Path      string
+	Status    int
+	Duration  time.Duration
+	ColdStart bool
+	BytesIn   int64
+	BytesOut  int64
+	Error     string
+	Log       string
+	StartedAt time.Time
+	EndedAt   time.Time
+}
+
+// Limits of the stored text of an invocation.
+const (
+	MaxInvocationLog   = 64 << 10 // runtimes cap X-Sless-Log at 16 KiB; runs keep more
+	MaxInvocationError = 2000
+	MaxInvocationPath  = 2048
+)
+
+// NewInvocationID returns a UUIDv7 whose timestamp is the millisecond of
+// startedAt, so an id alone says which daily partition holds its row. The 74
+// random bits come from the runtime's ChaCha8 generator: ids need to be
+// unique, not secret, and the proxy makes one per request.
+func NewInvocationID(startedAt time.Time) uuid.UUID {
+	var id uuid.UUID
+	binary.BigEndian.PutUint64(id[:8], uint64(startedAt.UnixMilli())<<16|rand.Uint64()&0x0fff|0x7000)
+	binary.BigEndian.PutUint64(id[8:], rand.Uint64()&0x3fffffffffffffff|0x8000000000000000)
+	return id
+}
+
+// invocationIDTime is the millisecond an invocation id was made for.
+func invocationIDTime(id uuid.UUID) time.Time {
+	var ms [8]byte
+	copy(ms[2:], id[:6])
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(ms[:])))
+}
+
+// normalize fills in what a recorder may leave out and caps the text fields.
+func (inv *Invocation) normalize() {
+	if inv.StartedAt.IsZero() {
+		inv.StartedAt = time.Now()
+	}
+	inv.StartedAt = inv.StartedAt.UTC().Truncate(time.Microsecond)
+	if inv.ID == uuid.Nil || !invocationIDTime(inv.ID).Equal(inv.StartedAt.Truncate(time.Millisecond)) {
+		inv.ID = NewInvocationID(inv.StartedAt)
+	}
+	if inv.EndedAt.IsZero() {
+		inv.EndedAt = inv.StartedAt.Add(inv.Duration)
+	}
+	inv.EndedAt = inv.EndedAt.UTC().Truncate(time.Microsecond)
+	if inv.Trigger == "" {
+		inv.Trigger = InvocationHTTP
+	}
+	inv.Path = domain.Truncate(inv.Path, MaxInvocationPath)
+	inv.Error = domain.Truncate(inv.Error, MaxInvocationError)
+	inv.Log = truncateLog(inv.Log, MaxInvocationLog)
+}
+
+// truncateLog keeps the end of a long log (where a failure's traceback is)
+// within max bytes, on a rune boundary, and removes NUL bytes, which a text
+// column cannot hold.
+func truncateLog(s string, max int) string {
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "")
+	}
+	if len(s) <= max {
+		return s
+	}
+	const marker = "[sless: log truncated]\n"
+	cut := len(s) - (max - len(marker))
+	for cut < len(s) && (s[cut]&0xC0) == 0x80 {
+		cut++
+	}
+	return marker + s[cut:]
+}
+
+// InvocationQuery selects invocations of one function, newest first.
+// Since is inclusive, Until exclusive; zero times are open ends. StatusMin and
+// StatusMax bound the status (inclusive; 0 means no bound). Limit ≤ 0 means
+// DefaultInvocationLimit and is capped at MaxInvocationLimit. Cursor is the
+// NextCursor of the previous page.
+type InvocationQuery struct {
+	Namespace, Function  string
+	Since, Until         time.Time
+	StatusMin, StatusMax int
+	Limit                int
+	Cursor               string
+}
+
+// Page sizes of ListInvocations.
+const (
+	DefaultInvocationLimit = 100
+	MaxInvocationLimit     = 1000
+)
+
+// InvocationPage is one page of invocations; NextCursor is "" on the last page.
+type InvocationPage struct {
+	Invocations []Invocation
+	NextCursor  string
+}
+
+const invocationColumns = `id, namespace, function, version, trigger_kind, method, path, status, duration_us,
+	cold_start, bytes_in, bytes_out, error, log, started_at, ended_at`
+
+// invocationCopyColumns are the columns the writer copies, in Values order.
+var invocationCopyColumns = []string{"id", "namespace", "function", "version", "trigger_kind", "method", "path", "status",
+	"duration_us", "cold_start", "bytes_in", "bytes_out", "error", "log", "started_at", "ended_at"}
+
+func scanInvocation(row pgx.CollectableRow) (Invocation, error) {
+	var inv Invocation
+	var id pgtype.UUID
+	var us int64
+	err := row.Scan(&id, &inv.Namespace, &inv.Function, &inv.Version, &inv.Trigger, &inv.Method, &inv.Path, &inv.Status,
+		&us, &inv.ColdStart, &inv.BytesIn, &inv.BytesOut, &inv.Error, &inv.Log, &inv.StartedAt, &inv.EndedAt)
+	inv.ID = id.Bytes
+	inv.Duration = time.Duration(us) * time.Microsecond
+	inv.StartedAt, inv.EndedAt = inv.StartedAt.UTC(), inv.EndedAt.UTC()
+	return inv, err
+}
+
+// ListInvocations returns a page of a function's invocations, newest first
+// (by start time, then id), without their logs. Pages follow a keyset cursor,
+// so rows written meanwhile never make a page repeat or skip an older row.
+//
+// Errors: EINVALID (a cursor this method did not hand out), EUNAVAILABLE, EINTERNAL.
+func (s *Store) ListInvocations(ctx context.Context, q InvocationQuery) (InvocationPage, error) {
+	limit := q.Limit
+	switch {
+	case limit <= 0:
+		limit = DefaultInvocationLimit
+	case limit > MaxInvocationLimit:
+		limit = MaxInvocationLimit
+	}
+	// The cursor is an upper bound like Until: (started_at, id) below it.
+	var curAt time.Time
+	var curID pgtype.UUID
+	useCursor := q.Cursor != ""
+	if useCursor {
+		at, id, err := decodeInvocationCursor(q.Cursor)
+		if err != nil {
+			return InvocationPage{}, err
+		}
+		curAt, curID = at, pgtype.UUID{Bytes: id, Valid: true}
+	}
+	args := pgx.NamedArgs{
+		"ns": q.Namespace, "fn": q.Function, "limit": limit + 1,
+		"since": optionalTime(q.Since), "until": optionalTime(q.Until),
+		"smin": q.StatusMin, "smax": q.StatusMax,
+		"use_cursor": useCursor, "cur_at": curAt, "cur_id": curID,
+	}
+	// The logs stay out of lists: a page of 1,000 could carry 64 MiB.
+	rows, _ := s.pool.Query(ctx, `SELECT `+strings.Replace(invocationColumns, " log,", " ''::text,", 1)+` FROM invocations
+		WHERE namespace = @ns AND function = @fn
+		  AND (@since::timestamptz IS NULL OR started_at >= @since)
+		  AND (@until::timestamptz IS NULL OR started_at < @until)
+		  AND (@smin::int = 0 OR status >= @smin)
+		  AND (@smax::int = 0 OR status <= @smax)
+		  AND (NOT @use_cursor::bool OR (started_at, id) < (@cur_at::timestamptz, @cur_id::uuid))
+		ORDER BY started_at DESC, id DESC
+		LIMIT @limit`, args)
+	invs, err := pgx.CollectRows(rows, scanInvocation)
+	if err != nil {
+		return InvocationPage{}, dbError("list invocations", err)
+	}
+	page := InvocationPage{Invocations: invs}
+	if len(invs) > limit {
+		page.Invocations = invs[:limit]
+		last := page.Invocations[limit-1]
+		page.NextCursor = encodeInvocationCursor(last.StartedAt, last.ID)
+	}
+	return page, nil
+}
+
+// GetInvocation returns one invocation of a function with its log. The id's
+// timestamp points at the partition, so the lookup reads one index range.
+//
+// Errors: ENOTFOUND, EUNAVAILABLE, EINTERNAL.
+func (s *Store) GetInvocation(ctx context.Context, ns, function string, id uuid.UUID) (Invocation, error) {
+	at := invocationIDTime(id)
+	rows, _ := s.pool.Query(ctx, `SELECT `+invocationColumns+` FROM invocations
+		WHERE namespace = $1 AND function = $2 AND started_at >= $3 AND started_at < $4 AND id = $5
+		LIMIT 1`, ns, function, at, at.Add(time.Millisecond), pgtype.UUID{Bytes: id, Valid: true})
+	inv, err := pgx.CollectExactlyOneRow(rows, scanInvocation)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return inv, domain.Errorf(domain.ENOTFOUND, "invocation %s of function %q not found", id, function)
+	}
+	return inv, dbError("get invocation", err)
+}
+
+// LastInvocationEnd returns when the newest invocation of a function by
+// trigger, started after since, ended; zero when there is none. The proxy of
+// each replica asks it before scaling a function to zero, so traffic served
+// by another replica keeps the function up.
+//
+// Errors: EUNAVAILABLE, EINTERNAL.
+func (s *Store) LastInvocationEnd(ctx context.Context, ns, function string, trigger TriggerKind, since time.Time) (time.Time, error) {
+	var ended time.Time
+	err := s.pool.QueryRow(ctx, `SELECT ended_at FROM invocations
+		WHERE namespace = $1 AND function = $2 AND started_at > $3 AND trigger_kind = $4
+		ORDER BY started_at DESC LIMIT 1`, ns, function, since, string(trigger)).Scan(&ended)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, nil
+	}
+	return ended.UTC(), dbError("last invocation", err)
+}
+
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// encodeInvocationCursor makes the opaque cursor "<unix µs>.<id>".
+func encodeInvocationCursor(at time.Time, id uuid.UUID) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at.UnixMicro(), 10) + "." + id.String()))
+}
+
+func decodeInvocationCursor(c string) (time.Time, uuid.UUID, error) {
+	bad := domain.FieldErrorf("cursor", "is not a cursor of this listing")
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, uuid.Nil, bad
+	}
+	us, idText, ok := strings.Cut(string(raw), ".")
+	n, err1 := strconv.ParseInt(us, 10, 64)
+	id, err2 := uuid.Parse(idText)
+	if !ok || err1 != nil || err2 != nil {
+		return time.Time{}, uuid.Nil, bad
+	}
+	return time.UnixMicro(n).UTC(), id, nil
+}

@@ -1,0 +1,277 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/slessio/sless/domain"
+)
+
+// Defaults of InvocationWriterOptions.
+const (
+	DefaultInvocationBuffer    = 16384
+	DefaultInvocationBatch     = 1000
+	DefaultInvocationFlush     = 100 * time.Millisecond
+	invocationWriteTimeout     = 30 * time.Second
+	invocationWriteAttempts    = 3
+	invocationDropLogInterval  = 10 * time.Second
+	invocationPartitionsBehind = 1 // days of partitions made at start, besides today
+	invocationPartitionsAhead  = 2
+)
+
+// InvocationWriterOptions tunes an InvocationWriter; zero values take the defaults.
+type InvocationWriterOptions struct {
+	// Buffer is how many records may wait to be written (16,384). When it is
+	// full, Record drops the record rather than make the caller wait.
+	Buffer int
+	// BatchSize is how many records one COPY writes at most (1,000).
+	BatchSize int
+	// FlushInterval is the longest a record waits for its batch (100 ms).
+	FlushInterval time.Duration
+	// Logger receives write failures and drops; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// InvocationWriterStats counts what a writer did with the records it got.
+type InvocationWriterStats struct {
+	Written uint64 // stored
+	Dropped uint64 // refused by Record: buffer full, or the writer closed
+	Failed  uint64 // lost because the database refused them after retries
+}
+
+// InvocationWriter records invocations off the request path: Record puts a
+// record in a buffer and returns at once; one goroutine writes the buffer
+// with COPY every BatchSize records or FlushInterval, creating the daily
+// partitions it needs. Close writes what is left. It is safe for concurrent use.
+type InvocationWriter struct {
+	s    *Store
+	opts InvocationWriterOptions
+	log  *slog.Logger
+
+	ch       chan Invocation
+	flushReq chan chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	closing  atomic.Bool
+
+	written, dropped, failed atomic.Uint64
+	lastDropLog              atomic.Int64
+
+	days map[time.Time]bool // partitions known to exist; owned by run
+}
+
+// NewInvocationWriter starts a writer of s's invocation log. Stop it with Close.
+func (s *Store) NewInvocationWriter(opts InvocationWriterOptions) *InvocationWriter {
+	if opts.Buffer <= 0 {
+		opts.Buffer = DefaultInvocationBuffer
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = DefaultInvocationBatch
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultInvocationFlush
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	w := &InvocationWriter{
+		s: s, opts: opts, log: opts.Logger,
+		ch:       make(chan Invocation, opts.Buffer),
+		flushReq: make(chan chan struct{}),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		days:     map[time.Time]bool{},
+	}
+	go w.run()
+	return w
+}
+
+// Record queues inv to be written and reports whether it was queued. It never
+// blocks: when the buffer is full (the database is slow or down) the record
+// is dropped, counted in Stats().Dropped and logged at most every 10 s.
+// Missing fields are filled in when the record is written: ID (a UUIDv7 of
+// StartedAt), StartedAt (now), EndedAt (StartedAt + Duration), Trigger (http).
+func (w *InvocationWriter) Record(inv Invocation) bool {
+	if w.closing.Load() {
+		w.drop("the invocation writer is closed")
+		return false
+	}
+	select {
+	case w.ch <- inv:
+		return true
+	default:
+		w.drop("the invocation log buffer is full")
+		return false
+	}
+}
+
+func (w *InvocationWriter) drop(why string) {
+	n := w.dropped.Add(1)
+	now := time.Now().UnixNano()
+	last := w.lastDropLog.Load()
+	if now-last >= int64(invocationDropLogInterval) && w.lastDropLog.CompareAndSwap(last, now) {
+		w.log.Warn("dropping invocation records", "reason", why, "dropped_total", n)
+	}
+}
+
+// Stats returns the counters of the writer.
+func (w *InvocationWriter) Stats() InvocationWriterStats {
+	return InvocationWriterStats{Written: w.written.Load(), Dropped: w.dropped.Load(), Failed: w.failed.Load()}
+}
+
+// Flush writes every record queued before the call and returns when they
+// are stored (or failed), or when ctx ends.
+//
+// Errors: EUNAVAILABLE when ctx ends or the writer is closed.
+func (w *InvocationWriter) Flush(ctx context.Context) error {
+	reply := make(chan struct{})
+	select {
+	case w.flushReq <- reply:
+	case <-w.done:
+		return domain.Errorf(domain.EUNAVAILABLE, "the invocation writer is closed")
+	case <-ctx.Done():
+		return domain.Errorf(domain.EUNAVAILABLE, "flush invocations: %v", ctx.Err())
+	}
+	select {
+	case <-reply:
+		return nil
+	case <-ctx.Done():
+		return domain.Errorf(domain.EUNAVAILABLE, "flush invocations: %v", ctx.Err())
+	}
+}
+
+// Close stops taking records, writes those queued and returns when they are
+// stored, or when ctx ends (the rest is then written in the background).
+// Records passed to Record after Close are dropped.
+//
+// Errors: ctx's error when it ends first.
+func (w *InvocationWriter) Close(ctx context.Context) error {
+	w.closing.Store(true)
+	w.stopOnce.Do(func() { close(w.stop) })
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run is the writer's goroutine: it batches records and writes them.
+func (w *InvocationWriter) run() {
+	defer close(w.done)
+	w.ensureDays(time.Now().AddDate(0, 0, -invocationPartitionsBehind), time.Now().AddDate(0, 0, invocationPartitionsAhead))
+	batch := make([]Invocation, 0, w.opts.BatchSize)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case inv := <-w.ch:
+			batch = append(batch, inv)
+			if len(batch) == 1 {
+				timer.Reset(w.opts.FlushInterval)
+			}
+			if len(batch) >= w.opts.BatchSize {
+				batch = w.write(batch)
+			}
+		case <-timer.C:
+			batch = w.write(batch)
+		case reply := <-w.flushReq:
+			batch = w.write(w.drain(batch))
+			close(reply)
+		case <-w.stop:
+			w.write(w.drain(batch))
+			return
+		}
+	}
+}
+
+// drain adds every queued record to batch, writing full batches on the way.
+func (w *InvocationWriter) drain(batch []Invocation) []Invocation {
+	for {
+		select {
+		case inv := <-w.ch:
+			batch = append(batch, inv)
+			if len(batch) >= w.opts.BatchSize {
+				batch = w.write(batch)
+			}
+		default:
+			return batch
+		}
+	}
+}
+
+// write stores batch with COPY, retrying a failed write twice, and returns
+// the emptied batch for reuse.
+func (w *InvocationWriter) write(batch []Invocation) []Invocation {
+	if len(batch) == 0 {
+		return batch
+	}
+	for i := range batch {
+		batch[i].normalize()
+		if d := day(batch[i].StartedAt); !w.days[d] {
+			w.ensureDays(d, d)
+		}
+	}
+	var err error
+	for attempt := 1; attempt <= invocationWriteAttempts; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), invocationWriteTimeout)
+		_, err = w.s.pool.CopyFrom(ctx, pgx.Identifier{"invocations"}, invocationCopyColumns, &invocationRows{invs: batch})
+		cancel()
+		if err == nil {
+			w.written.Add(uint64(len(batch)))
+			return batch[:0]
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23514" { // no partition for a row: dropped meanwhile
+			clear(w.days)
+			for i := range batch {
+				w.ensureDays(batch[i].StartedAt, batch[i].StartedAt)
+			}
+		}
+		if attempt < invocationWriteAttempts {
+			time.Sleep(time.Duration(attempt*attempt) * 100 * time.Millisecond)
+		}
+	}
+	w.failed.Add(uint64(len(batch)))
+	w.log.Error("invocation records lost: the database refused them", "records", len(batch), "error", err)
+	return batch[:0]
+}
+
+// ensureDays creates the partitions of from's through to's days, remembering success.
+func (w *InvocationWriter) ensureDays(from, to time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), invocationWriteTimeout)
+	defer cancel()
+	if err := w.s.EnsureInvocationPartitions(ctx, from, to); err != nil {
+		w.log.Warn("cannot create invocation log partitions", "error", err)
+		return
+	}
+	for d := day(from); !d.After(day(to)); d = d.AddDate(0, 0, 1) {
+		w.days[d] = true
+	}
+}
+
+// invocationRows feeds a batch to COPY.
+type invocationRows struct {
+	invs []Invocation
+	i    int
+}
+
+func (r *invocationRows) Next() bool { r.i++; return r.i <= len(r.invs) }
+
+func (r *invocationRows) Values() ([]any, error) {
+	inv := &r.invs[r.i-1]
+	return []any{pgtype.UUID{Bytes: inv.ID, Valid: true}, inv.Namespace, inv.Function, int32(inv.Version), string(inv.Trigger),
+		inv.Method, inv.Path, int32(inv.Status), inv.Duration.Microseconds(), inv.ColdStart, inv.BytesIn, inv.BytesOut,
+		inv.Error, inv.Log, inv.StartedAt, inv.EndedAt}, nil
+}
+
+func (r *invocationRows) Err() error { return nil }

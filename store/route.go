@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/slessio/sless/domain"
+)
+
+// RoutesChannel is the PostgreSQL notification channel on which the
+// projections announce, in the append's transaction (so delivered on commit),
+// each function whose route may have changed: the payload is "<ns>/<function>".
+const RoutesChannel = "sless_routes"
+
+// Route is what the invoke proxy needs to know about a function: where its
+// active version answers (Endpoint, set by a completed rollout; "" when
+// nothing runs), whether it is exposed (its http triggers), its phase for the
+// "not ready" answer, and its timeout.
+type Route struct {
+	Namespace     string
+	Function      string
+	Phase         domain.FunctionPhase
+	Message       string
+	ActiveVersion int
+	Endpoint      string
+	TimeoutSec    int
+	HTTPTriggers  int  // how many http triggers the function has
+	HTTPEnabled   bool // whether any of them is enabled
+}
+
+const routeQuery = `SELECT f.namespace, f.name, f.phase, f.message, f.active_version, f.endpoint, f.timeout_sec,
+		count(t.name), coalesce(bool_or(t.enabled), false)
+	FROM functions f
+	LEFT JOIN triggers t ON t.namespace = f.namespace AND t.function = f.name AND t.type = 'http'
+	WHERE ($1 = '' OR f.namespace = $1) AND ($2 = '' OR f.name = $2)
+	GROUP BY f.namespace, f.name`
+
+func scanRoute(row pgx.CollectableRow) (Route, error) {
+	var r Route
+	err := row.Scan(&r.Namespace, &r.Function, &r.Phase, &r.Message, &r.ActiveVersion, &r.Endpoint, &r.TimeoutSec,
+		&r.HTTPTriggers, &r.HTTPEnabled)
+	return r, err
+}
+
+// ListRoutes returns the route of every function (one query, for the proxy's
+// full refresh).
+//
+// Errors: EUNAVAILABLE, EINTERNAL.
+func (s *Store) ListRoutes(ctx context.Context) ([]Route, error) {
+	rows, _ := s.pool.Query(ctx, routeQuery, "", "")
+	rs, err := pgx.CollectRows(rows, scanRoute)
+	return rs, dbError("list routes", err)
+}
+
+// GetRoute returns the route of one function.
+//
+// Errors: ENOTFOUND, EUNAVAILABLE, EINTERNAL.
+func (s *Store) GetRoute(ctx context.Context, ns, function string) (Route, error) {
+	if ns == "" || function == "" {
+		return Route{}, domain.Errorf(domain.ENOTFOUND, "function %q not found", function)
+	}
+	rows, _ := s.pool.Query(ctx, routeQuery, ns, function)
+	r, err := pgx.CollectExactlyOneRow(rows, scanRoute)
+	return r, notFound(err, "function", function)
+}
+
+// ListenRoutes listens on RoutesChannel on a connection of its own. Once the
+// LISTEN is in place it calls listening — changes committed before that were
+// not heard, so that is the moment to read every route — and then notify for
+// each function announced, until ctx ends (nil) or the connection breaks
+// (EUNAVAILABLE: call it again, after a pause).
+//
+// Errors: EUNAVAILABLE, EINTERNAL.
+func (s *Store) ListenRoutes(ctx context.Context, listening func(), notify func(ns, function string)) error {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return listenError(ctx, err)
+	}
+	// The connection leaves the pool: it stays busy for as long as we listen.
+	conn := pc.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, `LISTEN `+RoutesChannel); err != nil {
+		return listenError(ctx, err)
+	}
+	listening()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return listenError(ctx, err)
+		}
+		if ns, fn, ok := strings.Cut(n.Payload, "/"); ok {
+			notify(ns, fn)
+		}
+	}
+}
+
+func listenError(ctx context.Context, err error) error {
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return nil
+	}
+	// A broken listening connection is the server's or the network's
+	// failure whatever the error looks like; the caller listens again.
+	return &unavailableError{op: "listen for route changes", cause: err}
+}
+
+// notifyRoute announces on RoutesChannel, inside the projecting transaction,
+// that the route of ns/function may have changed.
+func notifyRoute(ctx context.Context, tx pgx.Tx, ns, function string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_notify('`+RoutesChannel+`', $1)`, ns+"/"+function)
+	return err
+}
+
+// notifyTriggerRoute announces the route of the function a trigger belongs to.
+func notifyTriggerRoute(ctx context.Context, tx pgx.Tx, ns, trigger string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_notify('`+RoutesChannel+`', namespace || '/' || function)
+		FROM triggers WHERE namespace = $1 AND name = $2 AND type = 'http'`, ns, trigger)
+	return err
+}
