@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
 )
 
 // Cron triggers on drivers without a Scheduler (the local driver) are fired by
@@ -252,6 +253,7 @@ func (c *cronRunWorker) Work(ctx context.Context, job *river.Job[CronRunArgs]) e
 	}
 	event, _ := json.Marshal(map[string]string{"trigger": a.Trigger, "schedule": st.schedule, "scheduled_at": a.Slot.UTC().Format(time.RFC3339)})
 	spec := RunSpec{Workload: st.workload, Name: fmt.Sprintf("%s-%d", a.Trigger, a.Slot.Unix()), RunID: a.Slot.Unix(), Event: event}
+	started := w.now()
 	out, err := w.run(ctx, spec)
 	if ierr := interrupted(ctx, "cron run "+a.Namespace+"/"+a.Trigger); ierr != nil {
 		return ierr
@@ -261,6 +263,7 @@ func (c *cronRunWorker) Work(ctx context.Context, job *river.Job[CronRunArgs]) e
 			"function", st.workload.Function, "slot", a.Slot, "attempt", job.Attempt, "error", err)
 		return fmt.Errorf("cron run %s/%s at %s: %w", a.Namespace, a.Trigger, a.Slot.Format(time.RFC3339), err)
 	}
+	w.recordRun(store.InvocationCron, spec, spec.Name, out, started)
 	w.log.InfoContext(ctx, "cron run finished", "namespace", a.Namespace, "trigger", a.Trigger,
 		"function", st.workload.Function, "version", st.workload.Version, "slot", a.Slot,
 		"ok", out.ok, "result", out.result, "message", out.message)

@@ -76,6 +76,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 		return err
 	}
 
+	started := w.now()
 	out, err := w.run(ctx, spec)
 	if ierr := interrupted(ctx, "run "+stream); ierr != nil {
 		return ierr
@@ -102,6 +103,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 		return completeTx(ctx, tx.Tx, job)
 	})
 	if err == nil {
+		w.recordRun(store.InvocationJob, spec, fmt.Sprintf("%s/%d", a.Job, a.RunID), out, started)
 		w.log.InfoContext(ctx, "job run finished", "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID, "ok", out.ok)
 	}
 	return err
@@ -109,10 +111,11 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 
 // runOutcome is a run's result as the job events record it.
 type runOutcome struct {
-	ok      bool
-	result  string // the last stdout line, when ok
-	message string // why it failed (stderr, or the timeout), when not ok
-	output  string // everything the run wrote: stdout, then stderr
+	ok       bool
+	timedOut bool
+	result   string // the last stdout line, when ok
+	message  string // why it failed (stderr, or the timeout), when not ok
+	output   string // everything the run wrote: stdout, then stderr
 }
 
 // run runs spec with the function's timeout (plus a margin for the driver to
@@ -124,7 +127,7 @@ func (w *Workers) run(ctx context.Context, spec RunSpec) (runOutcome, error) {
 	defer cancel()
 	res, err := w.cfg.Driver.Run(runCtx, spec)
 	if err != nil && ctx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
-		return runOutcome{message: fmt.Sprintf("timed out after %d s", timeout)}, nil
+		return runOutcome{timedOut: true, message: fmt.Sprintf("timed out after %d s", timeout)}, nil
 	}
 	if err != nil {
 		return runOutcome{}, err
@@ -145,7 +148,7 @@ func outcomeOf(res RunResult, timeoutSec int) runOutcome {
 	}
 	switch {
 	case res.TimedOut || res.ExitCode == 124:
-		out.message = fmt.Sprintf("timed out after %d s", timeoutSec)
+		out.timedOut, out.message = true, fmt.Sprintf("timed out after %d s", timeoutSec)
 	case res.ExitCode != 0:
 		out.message = strings.TrimSpace(res.Stderr)
 		if out.message == "" {

@@ -69,6 +69,11 @@ type Config struct {
 	// BuildWorkers, RolloutWorkers and RunWorkers size the queues: builds are
 	// slow and few, rollouts and runs short and many. Defaults above.
 	BuildWorkers, RolloutWorkers, RunWorkers int
+	// Invocations records job and cron runs in the invocation log; nil records none.
+	Invocations Recorder
+	// InvocationRetention is how long the invocation log keeps a day (its
+	// daily partitions are dropped after). Default DefaultInvocationRetention.
+	InvocationRetention time.Duration
 	// Logger receives the workers' logs, and River's from level Warn up
 	// (River reports job counts at Info every few seconds, which the cron
 	// ticks would turn into steady noise). Default slog.Default().
@@ -114,6 +119,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 	river.AddWorker(ws, &cleanupWorker{w: w})
 	river.AddWorker(ws, &cronTickWorker{w: w})
 	river.AddWorker(ws, &cronRunWorker{w: w})
+	river.AddWorker(ws, &invocationPartitionsWorker{w: w})
 
 	rc := &river.Config{
 		Queues: map[string]river.QueueConfig{
@@ -128,8 +134,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 		CompletedJobRetentionPeriod: completedRetention,
 		Logger:                      slog.New(minLevel{cfg.Logger.Handler(), slog.LevelWarn}),
 	}
+	rc.PeriodicJobs = []*river.PeriodicJob{invocationPartitionsJob()}
 	if w.scheduler == nil {
-		rc.PeriodicJobs = []*river.PeriodicJob{cronTickJob(cfg.CronInterval)}
+		rc.PeriodicJobs = append(rc.PeriodicJobs, cronTickJob(cfg.CronInterval))
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), rc)
 	if err != nil {
@@ -146,6 +153,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 func (c *Config) defaults() error {
 	if c.Clock == nil {
 		c.Clock = time.Now
+	}
+	if c.InvocationRetention <= 0 {
+		c.InvocationRetention = DefaultInvocationRetention
 	}
 	if c.CronInterval <= 0 {
 		c.CronInterval = DefaultCronInterval

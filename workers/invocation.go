@@ -1,0 +1,84 @@
+package workers
+
+import (
+	"context"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/slessio/sless/store"
+)
+
+// Recorder takes invocation records without blocking (the proxy's, or the
+// store's InvocationWriter); job and cron runs are invocations too.
+type Recorder interface {
+	Record(store.Invocation) bool
+}
+
+// DefaultInvocationRetention is how long the invocation log keeps a day.
+const DefaultInvocationRetention = store.DefaultInvocationRetention
+
+// recordRun records a finished job or cron run in the invocation log.
+func (w *Workers) recordRun(kind store.TriggerKind, spec RunSpec, path string, out runOutcome, started time.Time) {
+	if w.cfg.Invocations == nil {
+		return
+	}
+	ended := w.now()
+	status := 200
+	switch {
+	case out.timedOut:
+		status = 504
+	case !out.ok:
+		status = 500
+	}
+	inv := store.Invocation{
+		ID: store.NewInvocationID(started), Namespace: spec.Namespace, Function: spec.Function, Version: spec.Version,
+		Trigger: kind, Path: path, Status: status, Duration: ended.Sub(started), BytesIn: int64(len(spec.Event)),
+		BytesOut: int64(len(out.result)), Error: out.message, Log: out.output, StartedAt: started, EndedAt: ended,
+	}
+	if !w.cfg.Invocations.Record(inv) {
+		w.log.Warn("invocation record dropped: the log buffer is full", "namespace", spec.Namespace, "function", spec.Function, "path", path)
+	}
+}
+
+// InvocationPartitionsArgs asks for the invocation log's daily partitions to
+// be created ahead and the ones past the retention dropped (leader-only,
+// hourly, and once at start).
+type InvocationPartitionsArgs struct{}
+
+// Kind implements river.JobArgs.
+func (InvocationPartitionsArgs) Kind() string { return "invocation_partitions" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: one per hour at most.
+func (InvocationPartitionsArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueDefault, MaxAttempts: 5, UniqueOpts: river.UniqueOpts{ByPeriod: time.Hour}}
+}
+
+func invocationPartitionsJob() *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
+		return InvocationPartitionsArgs{}, nil
+	}, &river.PeriodicJobOpts{ID: "invocation_partitions", RunOnStart: true})
+}
+
+// invocationPartitionsWorker keeps three days of partitions ahead and drops
+// the days older than the retention.
+type invocationPartitionsWorker struct {
+	river.WorkerDefaults[InvocationPartitionsArgs]
+	w *Workers
+}
+
+// Work creates and drops partitions; both are idempotent.
+func (p *invocationPartitionsWorker) Work(ctx context.Context, _ *river.Job[InvocationPartitionsArgs]) error {
+	now := p.w.now()
+	if err := p.w.store.EnsureInvocationPartitions(ctx, now.Add(-24*time.Hour), now.Add(72*time.Hour)); err != nil {
+		return err
+	}
+	dropped, err := p.w.store.DropInvocationPartitionsBefore(ctx, now.Add(-p.w.cfg.InvocationRetention))
+	if err != nil {
+		return err
+	}
+	if len(dropped) > 0 {
+		p.w.log.InfoContext(ctx, "dropped old invocation log partitions", "partitions", dropped, "retention", p.w.cfg.InvocationRetention)
+	}
+	return nil
+}
