@@ -2,9 +2,12 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -32,6 +35,12 @@ type config struct {
 	RateLimit    float64       // SLESS_RATE_LIMIT: requests per second per namespace
 	RateBurst    int           // SLESS_RATE_BURST
 	ShutdownWait time.Duration // SLESS_SHUTDOWN_TIMEOUT
+
+	IdleTimeout   time.Duration            // SLESS_IDLE_TIMEOUT: scale an idle http function to zero after this; 0 never
+	IdleOverrides map[string]time.Duration // --idle-timeout-for ns/name=duration
+	TrustedProxy  string                   // SLESS_TRUSTED_PROXIES: CIDRs whose X-Forwarded-* headers are kept
+	Retention     time.Duration            // SLESS_INVOCATION_RETENTION
+	MaxBodyBytes  int64                    // SLESS_MAX_BODY_BYTES: request body limit of the function proxy
 
 	Driver         string // SLESS_DRIVER: local or kubernetes
 	Kubeconfig     string // KUBECONFIG: empty uses the in-cluster service account
@@ -95,6 +104,20 @@ func bindConfig(fs *flag.FlagSet) *config {
 	fs.Float64Var(&c.RateLimit, "rate-limit", envFloat("SLESS_RATE_LIMIT", 50), "API requests per second per namespace (env SLESS_RATE_LIMIT)")
 	fs.IntVar(&c.RateBurst, "rate-burst", envInt("SLESS_RATE_BURST", 200), "API burst per namespace (env SLESS_RATE_BURST)")
 	fs.DurationVar(&c.ShutdownWait, "shutdown-timeout", envDuration("SLESS_SHUTDOWN_TIMEOUT", 15*time.Second), "how long a graceful stop may take (env SLESS_SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", envDuration("SLESS_IDLE_TIMEOUT", 10*time.Minute), "stop an http function after this long without requests, 0 = never (env SLESS_IDLE_TIMEOUT)")
+	c.IdleOverrides = map[string]time.Duration{}
+	fs.Func("idle-timeout-for", "per-function idle timeout, ns/name=duration (0 = never); repeatable", func(v string) error {
+		key, d, ok := strings.Cut(v, "=")
+		dur, err := time.ParseDuration(d)
+		if !ok || err != nil || !strings.Contains(key, "/") {
+			return fmt.Errorf("want <namespace>/<function>=<duration>, got %q", v)
+		}
+		c.IdleOverrides[key] = dur
+		return nil
+	})
+	fs.StringVar(&c.TrustedProxy, "trusted-proxies", env("SLESS_TRUSTED_PROXIES", ""), "comma-separated CIDRs of load balancers whose X-Forwarded-* headers the proxy keeps (env SLESS_TRUSTED_PROXIES)")
+	fs.DurationVar(&c.Retention, "invocation-retention", envDuration("SLESS_INVOCATION_RETENTION", 7*24*time.Hour), "how long the invocation log keeps records (env SLESS_INVOCATION_RETENTION)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", int64(envInt("SLESS_MAX_BODY_BYTES", 6<<20)), "request body limit of /fn/ (env SLESS_MAX_BODY_BYTES)")
 	fs.StringVar(&c.Driver, "driver", env("SLESS_DRIVER", "local"), "where functions run: local (processes) or kubernetes (env SLESS_DRIVER)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account (env KUBECONFIG)")
 	fs.StringVar(&c.Registry, "registry", env("SLESS_REGISTRY", ""), "image registry prefix for function images, e.g. registry.example.com/sless (env SLESS_REGISTRY)")
@@ -125,4 +148,20 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// trustedProxies parses --trusted-proxies.
+func (c *config) trustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range strings.Split(c.TrustedProxy, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxies: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

@@ -118,6 +118,27 @@ func TestDevEndToEnd(t *testing.T) {
 		t.Fatal("no function process runs behind the enabled http trigger")
 	}
 
+	// Invoke it through the public proxy (no token), then find the request
+	// and the job run in the invocation log.
+	resp, err := http.Post(base+"/fn/"+auth.Namespace("readme-user")+"/hello/greet?x=1", "application/json", strings.NewReader(`{"name":"proxy"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var answer map[string]string
+	if resp.StatusCode != 200 || json.Unmarshal(got, &answer) != nil || answer["hello"] != "proxy" || resp.Header.Get("X-Sless-Log") != "" {
+		t.Fatalf("invoke = %d %s (X-Sless-Log %q)", resp.StatusCode, got, resp.Header.Get("X-Sless-Log"))
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		invs, _ := call("GET", "/functions/hello/invocations", "", nil)["invocations"].([]any)
+		kinds := map[string]bool{}
+		for _, i := range invs {
+			kinds[fmt.Sprint(i.(map[string]any)["trigger"])] = true
+		}
+		return kinds["http"] && kinds["job"]
+	})
+
 	cancel()
 	select {
 	case err := <-done:

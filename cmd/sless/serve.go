@@ -14,10 +14,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"riverqueue.com/riverui"
 
 	"github.com/slessio/sless/httpapi"
 	"github.com/slessio/sless/httpapi/auth"
+	"github.com/slessio/sless/httpapi/proxy"
+	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/workers"
@@ -57,6 +62,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // platform holds what runPlatform started, to stop it in reverse order.
 type platform struct {
+	proxy   *proxy.Proxy
+	writer  *store.InvocationWriter
 	db      *database
 	s3      *s3embed.Server
 	driver  *runningDriver
@@ -100,7 +107,29 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	if p.workers, err = workers.New(p.db.Pool, workers.Config{Driver: p.driver, Code: code, Logger: log.With("component", "workers")}); err != nil {
+	// The invocation log's writer: the proxy records requests, the workers job
+	// and cron runs; it batches them off the hot path.
+	logStore := store.New(p.db.Pool, nil)
+	p.writer = logStore.NewInvocationWriter(store.InvocationWriterOptions{Logger: log.With("component", "invocations")})
+	if p.workers, err = workers.New(p.db.Pool, workers.Config{Driver: p.driver, Code: code, Invocations: p.writer,
+		InvocationRetention: c.Retention, Logger: log.With("component", "workers")}); err != nil {
+		return err
+	}
+	st := p.workers.Store()
+	trusted, err := c.trustedProxies()
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), httpapi.QueueDepthCollector(st))
+	idle := c.IdleTimeout
+	if idle == 0 {
+		idle = -1 // the flag's 0 means never; the proxy's 0 means its default
+	}
+	p.proxy, err = proxy.New(proxy.Config{Store: st, Invocations: p.writer, Scaler: proxy.DriverScaler{Driver: p.driver, Store: st},
+		IdleTimeout: idle, IdleTimeouts: c.IdleOverrides, MaxBodyBytes: c.MaxBodyBytes, TrustedProxies: trusted,
+		Registerer: reg, Logger: log.With("component", "proxy")})
+	if err != nil {
 		return err
 	}
 	ui, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(p.workers.Client(), nil), Logger: log.With("component", "riverui"), Prefix: "/riverui"})
@@ -120,14 +149,19 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 		c.ExternalURL = fmt.Sprintf("http://localhost:%d", port)
 	}
 	api, err := httpapi.New(httpapi.Config{
-		Store: p.workers.Store(), Code: code, Verifier: verifier, ExternalURL: c.ExternalURL,
+		Store: st, Code: code, Verifier: verifier, ExternalURL: c.ExternalURL,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst, RiverUI: ui, Logger: log.With("component", "api"),
+		Proxy: p.proxy, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	if err := p.workers.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	if err := p.proxy.Start(ctx); err != nil {
 		ln.Close()
 		return err
 	}
@@ -216,9 +250,19 @@ func (p *platform) stop(ctx context.Context, wait time.Duration, log *slog.Logge
 			log.Warn("http shutdown", "error", err)
 		}
 	}
+	if p.proxy != nil {
+		if err := p.proxy.Close(sctx); err != nil {
+			log.Warn("proxy stop", "error", err)
+		}
+	}
 	if p.workers != nil {
 		if err := p.workers.Stop(sctx); err != nil {
 			log.Warn("workers stop", "error", err)
+		}
+	}
+	if p.writer != nil {
+		if err := p.writer.Close(sctx); err != nil {
+			log.Warn("invocation log flush", "error", err)
 		}
 	}
 	if p.driver != nil {
