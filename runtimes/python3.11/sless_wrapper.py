@@ -302,6 +302,10 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 def _serve(entrypoint):
     """Listens first (health answers 503 while loading), then loads the function."""
     global _function
+    # One thread per connection: 8 MiB default stacks would exhaust a small
+    # function's memory limit at a few dozen concurrent requests; 2 MiB still
+    # holds Python's default recursion limit with room to spare.
+    threading.stack_size(2 << 20)
     address = (os.environ.get("SLESS_HOST", ""), int(os.environ.get("PORT") or 8080))
     try:
         server = _Server(address, _Handler)
