@@ -47,26 +47,37 @@ type InvocationWriterStats struct {
 	Failed  uint64 // lost because the database refused them after retries
 }
 
-// InvocationWriter records invocations off the request path: Record puts a
-// record in a buffer and returns at once; one goroutine writes the buffer
+// InvocationWriter records invocations off the request path: Record appends
+// a record to a buffer and returns at once; one goroutine writes the buffer
 // with COPY every BatchSize records or FlushInterval, creating the daily
 // partitions it needs. Close writes what is left. It is safe for concurrent use.
+//
+// The buffer is a slice under a mutex rather than a channel: a channel send
+// wakes the writer for every record, and on a small machine those wake-ups
+// cost the proxy more than the COPY. Record wakes the writer only for the
+// first record after a write (to start the FlushInterval clock) and for a
+// full batch.
 type InvocationWriter struct {
 	s    *Store
 	opts InvocationWriterOptions
 	log  *slog.Logger
 
-	ch       chan Invocation
+	mu      sync.Mutex
+	pending []Invocation // waiting for the writer
+	inHand  int          // taken by the writer, not yet written; counts against Buffer
+	closed  bool         // Close was called: Record refuses
+
+	wake     chan struct{} // a first record or a full batch is pending
 	flushReq chan chan struct{}
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
-	closing  atomic.Bool
 
 	written, dropped, failed atomic.Uint64
 	lastDropLog              atomic.Int64
 
-	days map[time.Time]bool // partitions known to exist; owned by run
+	days  map[time.Time]bool // partitions known to exist; owned by run
+	spare []Invocation       // the batch slice of run, swapped with pending
 }
 
 // NewInvocationWriter starts a writer of s's invocation log. Stop it with Close.
@@ -85,7 +96,7 @@ func (s *Store) NewInvocationWriter(opts InvocationWriterOptions) *InvocationWri
 	}
 	w := &InvocationWriter{
 		s: s, opts: opts, log: opts.Logger,
-		ch:       make(chan Invocation, opts.Buffer),
+		wake:     make(chan struct{}, 1),
 		flushReq: make(chan chan struct{}),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -101,17 +112,27 @@ func (s *Store) NewInvocationWriter(opts InvocationWriterOptions) *InvocationWri
 // Missing fields are filled in when the record is written: ID (a UUIDv7 of
 // StartedAt), StartedAt (now), EndedAt (StartedAt + Duration), Trigger (http).
 func (w *InvocationWriter) Record(inv Invocation) bool {
-	if w.closing.Load() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
 		w.drop("the invocation writer is closed")
 		return false
 	}
-	select {
-	case w.ch <- inv:
-		return true
-	default:
+	if len(w.pending)+w.inHand >= w.opts.Buffer {
+		w.mu.Unlock()
 		w.drop("the invocation log buffer is full")
 		return false
 	}
+	w.pending = append(w.pending, inv)
+	n := len(w.pending)
+	w.mu.Unlock()
+	if n == 1 || n%w.opts.BatchSize == 0 {
+		select {
+		case w.wake <- struct{}{}:
+		default: // a wake-up is pending already; the writer looks at the buffer when it takes it
+		}
+	}
+	return true
 }
 
 func (w *InvocationWriter) drop(why string) {
@@ -155,7 +176,9 @@ func (w *InvocationWriter) Flush(ctx context.Context) error {
 //
 // Errors: ctx's error when it ends first.
 func (w *InvocationWriter) Close(ctx context.Context) error {
-	w.closing.Store(true)
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
 	w.stopOnce.Do(func() { close(w.stop) })
 	select {
 	case <-w.done:
@@ -165,56 +188,62 @@ func (w *InvocationWriter) Close(ctx context.Context) error {
 	}
 }
 
-// run is the writer's goroutine: it batches records and writes them.
+// run is the writer's goroutine: it writes the buffer when a batch is full,
+// FlushInterval after its first record, on Flush and on Close.
 func (w *InvocationWriter) run() {
 	defer close(w.done)
 	w.ensureDays(time.Now().AddDate(0, 0, -invocationPartitionsBehind), time.Now().AddDate(0, 0, invocationPartitionsAhead))
-	batch := make([]Invocation, 0, w.opts.BatchSize)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	armed := false
 	for {
 		select {
-		case inv := <-w.ch:
-			batch = append(batch, inv)
-			if len(batch) == 1 {
+		case <-w.wake:
+			w.mu.Lock()
+			n := len(w.pending)
+			w.mu.Unlock()
+			switch {
+			case n >= w.opts.BatchSize:
+				w.writePending()
+			case n > 0 && !armed:
 				timer.Reset(w.opts.FlushInterval)
-			}
-			if len(batch) >= w.opts.BatchSize {
-				batch = w.write(batch)
+				armed = true
 			}
 		case <-timer.C:
-			batch = w.write(batch)
+			armed = false
+			w.writePending()
 		case reply := <-w.flushReq:
-			batch = w.write(w.drain(batch))
+			w.writePending()
 			close(reply)
 		case <-w.stop:
-			w.write(w.drain(batch))
+			w.writePending()
 			return
 		}
 	}
 }
 
-// drain adds every queued record to batch, writing full batches on the way.
-func (w *InvocationWriter) drain(batch []Invocation) []Invocation {
-	for {
-		select {
-		case inv := <-w.ch:
-			batch = append(batch, inv)
-			if len(batch) >= w.opts.BatchSize {
-				batch = w.write(batch)
-			}
-		default:
-			return batch
-		}
+// writePending writes every record in the buffer, BatchSize at a time. The
+// records taken stay counted against Buffer until they are written, so a
+// stalled database bounds what waits in memory.
+func (w *InvocationWriter) writePending() {
+	w.mu.Lock()
+	all := w.pending
+	w.pending, w.inHand = w.spare[:0], len(all)
+	w.mu.Unlock()
+	for batch := all; len(batch) > 0; {
+		n := min(len(batch), w.opts.BatchSize)
+		w.write(batch[:n])
+		clear(batch[:n]) // let the strings go
+		batch = batch[n:]
+		w.mu.Lock()
+		w.inHand -= n
+		w.mu.Unlock()
 	}
+	w.spare = all[:0]
 }
 
-// write stores batch with COPY, retrying a failed write twice, and returns
-// the emptied batch for reuse.
-func (w *InvocationWriter) write(batch []Invocation) []Invocation {
-	if len(batch) == 0 {
-		return batch
-	}
+// write stores batch with COPY, retrying a failed write twice.
+func (w *InvocationWriter) write(batch []Invocation) {
 	for i := range batch {
 		batch[i].normalize()
 		if d := day(batch[i].StartedAt); !w.days[d] {
@@ -228,7 +257,7 @@ func (w *InvocationWriter) write(batch []Invocation) []Invocation {
 		cancel()
 		if err == nil {
 			w.written.Add(uint64(len(batch)))
-			return batch[:0]
+			return
 		}
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23514" { // no partition for a row: dropped meanwhile
@@ -243,7 +272,6 @@ func (w *InvocationWriter) write(batch []Invocation) []Invocation {
 	}
 	w.failed.Add(uint64(len(batch)))
 	w.log.Error("invocation records lost: the database refused them", "records", len(batch), "error", err)
-	return batch[:0]
 }
 
 // ensureDays creates the partitions of from's through to's days, remembering success.
@@ -259,19 +287,22 @@ func (w *InvocationWriter) ensureDays(from, to time.Time) {
 	}
 }
 
-// invocationRows feeds a batch to COPY.
+// invocationRows feeds a batch to COPY. Values reuses one slice: CopyFrom
+// encodes a row before it asks for the next.
 type invocationRows struct {
 	invs []Invocation
 	i    int
+	vals []any
 }
 
 func (r *invocationRows) Next() bool { r.i++; return r.i <= len(r.invs) }
 
 func (r *invocationRows) Values() ([]any, error) {
 	inv := &r.invs[r.i-1]
-	return []any{pgtype.UUID{Bytes: inv.ID, Valid: true}, inv.Namespace, inv.Function, int32(inv.Version), string(inv.Trigger),
+	r.vals = append(r.vals[:0], pgtype.UUID{Bytes: inv.ID, Valid: true}, inv.Namespace, inv.Function, int32(inv.Version), string(inv.Trigger),
 		inv.Method, inv.Path, int32(inv.Status), inv.Duration.Microseconds(), inv.ColdStart, inv.BytesIn, inv.BytesOut,
-		inv.Error, inv.Log, inv.StartedAt, inv.EndedAt}, nil
+		inv.Error, inv.Log, inv.StartedAt, inv.EndedAt)
+	return r.vals, nil
 }
 
 func (r *invocationRows) Err() error { return nil }

@@ -37,19 +37,23 @@ const (
 
 // call is one proxied request on its way: what Rewrite, ModifyResponse, the
 // transport and ErrorHandler need, and what becomes the invocation record.
+// Once the request is forwarded it is also the request's context (the
+// caller's, with the function's timeout), which finds the call by
+// callKey{} without a context.WithValue per request.
 type call struct {
-	e       *entry
-	ctx     context.Context // with the function's timeout
-	id      uuid.UUID
-	target  *url.URL
-	path    string // the path below the function, escaped as received
-	prefix  string
-	timeout int
-	cold    bool
-	body    *body
-	status  int
-	errText string
-	log     string // X-Sless-Log as received (base64)
+	context.Context // the caller's, with the function's timeout; nil until forwarded
+	e               *entry
+	id              uuid.UUID
+	idText          string // id.String(), in both directions
+	target          *url.URL
+	path            string // the path below the function, escaped as received
+	prefix          string
+	timeout         int
+	cold            bool
+	body            *body
+	status          int
+	errText         string
+	log             string // X-Sless-Log as received (base64)
 }
 
 type callKey struct{}
@@ -57,6 +61,14 @@ type callKey struct{}
 func callOf(ctx context.Context) *call {
 	c, _ := ctx.Value(callKey{}).(*call)
 	return c
+}
+
+// Value makes the call its own context value.
+func (c *call) Value(key any) any {
+	if key == (callKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
 }
 
 // ServeHTTP proxies /fn/{ns}/{name}[/sub/path] to the function's active
@@ -81,9 +93,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			domain.Errorf(domain.ENOTFOUND, "no function %q with an http trigger in namespace %q", k.name, k.ns))
 		return
 	}
-	c := &call{e: e, id: store.NewInvocationID(start), path: sub, prefix: Prefix + k.ns + "/" + k.name, timeout: cfg.TimeoutSec}
+	c := &call{e: e, id: store.NewInvocationID(start), path: sub, prefix: e.prefix, timeout: cfg.TimeoutSec}
+	c.idText = c.id.String()
 	rec := &recorder{ResponseWriter: w}
-	rec.Header().Set(InvocationHeader, c.id.String())
+	rec.Header()[InvocationHeader] = []string{c.idText} // canonical already
 	defer p.finish(rec, r, c, cfg, start)
 
 	switch {
@@ -111,8 +124,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer p.release(e)
-	p.metrics.inflight.Inc()
-	defer p.metrics.inflight.Dec()
+	p.metrics.inflight.Add(1)
+	defer p.metrics.inflight.Add(-1)
 	c.target = target
 
 	timeout := time.Duration(cfg.TimeoutSec) * time.Second
@@ -121,8 +134,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
 	defer cancel()
-	c.ctx = ctx
-	out := r.WithContext(context.WithValue(ctx, callKey{}, c))
+	c.Context = ctx
+	out := r.WithContext(c)
 	if r.Body != nil && r.Body != http.NoBody {
 		c.body = &body{r: r.Body, limit: p.cfg.MaxBodyBytes}
 		out.Body = c.body
@@ -144,7 +157,7 @@ func (p *Proxy) finish(rec *recorder, r *http.Request, c *call, cfg *routeCfg, s
 	}
 	if aborted != nil && c.errText == "" {
 		switch {
-		case c.ctx != nil && errors.Is(context.Cause(c.ctx), errTimeout):
+		case c.Context != nil && errors.Is(context.Cause(c.Context), errTimeout):
 			c.errText = timeoutError(c.timeout).Error() + " (while sending the response)"
 		case r.Context().Err() != nil:
 			c.errText = "the client went away during the response"
@@ -290,19 +303,24 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 			out.Header.Set("X-Forwarded-Host", v)
 		}
 	}
-	out.Header.Set(PrefixHeader, c.prefix)
-	out.Header.Set(InvocationHeader, c.id.String())
+	out.Header[PrefixHeader] = []string{c.prefix} // both canonical already
+	out.Header[InvocationHeader] = []string{c.idText}
 }
 
 // modifyResponse takes the runtime's log out of the response.
+// The header map of a parsed response has canonical keys, so it is indexed
+// directly: Get and Del would canonicalize the constant names every time.
 func modifyResponse(resp *http.Response) error {
-	if v := resp.Header.Get(LogHeader); v != "" {
-		if c := callOf(resp.Request.Context()); c != nil {
-			c.log = v
+	h := resp.Header
+	if vs, ok := h[LogHeader]; ok {
+		if len(vs) > 0 && vs[0] != "" {
+			if c := callOf(resp.Request.Context()); c != nil {
+				c.log = vs[0]
+			}
 		}
+		delete(h, LogHeader)
 	}
-	resp.Header.Del(LogHeader)
-	resp.Header.Del(InvocationHeader) // ours is set already
+	delete(h, InvocationHeader) // ours is set already
 	return nil
 }
 

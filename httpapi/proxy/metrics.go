@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,7 +32,9 @@ type metrics struct {
 	coldStarts       *prometheus.CounterVec
 	coldStartSeconds prometheus.Histogram
 	proxyErrors      *prometheus.CounterVec
-	inflight         prometheus.Gauge
+	// inflight is read by a GaugeFunc at scrape time: a Gauge's Inc and Dec
+	// are compare-and-swap loops on a float, twice per request.
+	inflight atomic.Int64
 
 	mu  sync.Mutex
 	fns map[fnKey]*fnMetrics
@@ -63,14 +66,14 @@ func newMetrics(reg prometheus.Registerer, rec Recorder) (*metrics, error) {
 			Help: "Time from the first held request to a started function.", Buckets: durationBuckets}),
 		proxyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sless_proxy_errors_total",
 			Help: "Requests the proxy answered itself, or could not finish, by reason."}, []string{"reason"}),
-		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sless_proxy_requests_in_flight",
-			Help: "Requests being proxied to functions."}),
 		fns: map[fnKey]*fnMetrics{},
 	}
 	if reg == nil {
 		return m, nil
 	}
-	cs := []prometheus.Collector{m.invocations, m.duration, m.coldStarts, m.coldStartSeconds, m.proxyErrors, m.inflight}
+	inflight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sless_proxy_requests_in_flight",
+		Help: "Requests being proxied to functions."}, func() float64 { return float64(m.inflight.Load()) })
+	cs := []prometheus.Collector{m.invocations, m.duration, m.coldStarts, m.coldStartSeconds, m.proxyErrors, inflight}
 	if src, ok := rec.(statsSource); ok {
 		cs = append(cs,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sless_invocation_log_written_total",

@@ -29,9 +29,10 @@ type routeCfg struct {
 // entry is one function in the route table: its route and its runtime state
 // (awake or not, requests in flight), which outlive route refreshes.
 type entry struct {
-	key fnKey
-	cfg atomic.Pointer[routeCfg]
-	m   *fnMetrics
+	key    fnKey
+	prefix string // /fn/{ns}/{name}, for X-Forwarded-Prefix
+	cfg    atomic.Pointer[routeCfg]
+	m      *fnMetrics
 
 	mu      sync.Mutex
 	state   state
@@ -124,7 +125,7 @@ func (p *Proxy) refreshOne(ctx context.Context, k fnKey) error {
 }
 
 func (p *Proxy) newEntry(k fnKey) *entry {
-	e := &entry{key: k, state: asleep, m: p.metrics.function(k)}
+	e := &entry{key: k, prefix: Prefix + k.ns + "/" + k.name, state: asleep, m: p.metrics.function(k)}
 	e.lastUsed.Store(time.Now().UnixNano())
 	return e
 }
