@@ -114,6 +114,12 @@ func TestTenantNamespace(t *testing.T) {
 		}
 		return strings.Join([]string{np.ResourceVersion, q.ResourceVersion, lr.ResourceVersion, n.ResourceVersion}, ",")
 	}
+	// The quota controller writes the quota's status once after it was
+	// created, which changes its resourceVersion: wait for that first.
+	e.eventually("the quota's status", func() bool {
+		q, err := e.c.Client.CoreV1().ResourceQuotas(e.ns).Get(e.ctx(), QuotaName, metav1.GetOptions{})
+		return err == nil && len(q.Status.Hard) > 0 && q.Status.Used != nil
+	})
 	before := versions()
 	fresh, err := New(e.c.Client, e.cfg)
 	if err != nil {

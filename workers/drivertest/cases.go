@@ -36,15 +36,14 @@ func testServe(t *testing.T, h Harness, mk func(string) sample) {
 	}
 
 	endpoint := x.mustDeploy(w)
-	url := h.URL(endpoint)
-	a := x.mustGet(url + "/")
+	a := x.mustGet(endpoint, "/")
 	if a.Runtime != runtimeWord(s.runtime) || a.Version != "v1" || a.Greeting != "hi there" {
 		t.Fatalf("answer = %+v, want runtime %s, version v1, greeting from the env var", a, runtimeWord(s.runtime))
 	}
 	if again := x.mustDeploy(w); again != endpoint {
 		t.Fatalf("deploying the running version again moved it from %s to %s", endpoint, again)
 	}
-	if b := x.mustGet(url + "/"); b.PID != a.PID {
+	if b := x.mustGet(endpoint, "/"); b.PID != a.PID {
 		t.Fatalf("deploying the running version again restarted it (pid %d, then %d)", a.PID, b.PID)
 	}
 
@@ -63,9 +62,8 @@ func testServe(t *testing.T, h Harness, mk func(string) sample) {
 	if ep, err := x.deploy(w, 0); err != nil || ep != "" {
 		t.Fatalf("scale to zero = %q, %v", ep, err)
 	}
-	x.waitGone(url + "/")
-	url = h.URL(x.mustDeploy(w))
-	if b := x.mustGet(url + "/"); b.Version != "v1" {
+	x.waitGone(endpoint, "/")
+	if b := x.mustGet(x.mustDeploy(w), "/"); b.Version != "v1" {
 		t.Fatalf("after scaling up again: %+v", b)
 	}
 }
@@ -92,12 +90,39 @@ func testNodeDependency(t *testing.T, h Harness) {
 	var got struct{ Greeting string }
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := get(ctx, client, h.URL(x.mustDeploy(w))+"/", &got); err != nil || got.Greeting != want {
+	if err := h.request(ctx, client, x.mustDeploy(w), "/", &got); err != nil || got.Greeting != want {
 		t.Fatalf("answer = %+v, %v; want greeting %q", got, err, want)
 	}
 	res := x.run(w, `{}`)
 	if res.ExitCode != 0 || !strings.Contains(lastLine(res.Stdout), want) {
 		t.Fatalf("job = exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
+
+// testRollVersions switches a function from v1 to v2, which has other
+// environment variables, and back to v1's build: after each Deploy the
+// endpoint it returns answers with that version and its environment only.
+func testRollVersions(t *testing.T, h Harness) {
+	x := newFn(t, h, "roll")
+	s1, s2 := pythonSample("v1"), pythonSample("v2")
+	w1 := x.mustBuild(s1, config(s1, map[string]string{"GREETING": "one"}, 0))
+	w2 := x.mustBuild(s2, config(s2, map[string]string{"GREETING": "two"}, 0))
+	var last answer
+	for i, step := range []struct {
+		w                 workers.Workload
+		version, greeting string
+	}{{w1, "v1", "one"}, {w2, "v2", "two"}, {w1, "v1", "one"}} {
+		endpoint := x.mustDeploy(step.w)
+		for range 5 {
+			a := x.mustGet(endpoint, "/")
+			if a.Version != step.version || a.Greeting != step.greeting {
+				t.Fatalf("step %d: after deploying %s the endpoint answers %+v; want version %s with greeting %q", i, step.version, a, step.version, step.greeting)
+			}
+			if i > 0 && a.PID == last.PID {
+				t.Fatalf("step %d: %s answers from the process of the version before (pid %d)", i, step.version, a.PID)
+			}
+		}
+		last = x.mustGet(endpoint, "/")
 	}
 }
 
@@ -108,7 +133,7 @@ func testSwitchVersions(t *testing.T, h Harness) {
 	x := newFn(t, h, "switch")
 	s1, s2 := pythonSample("v1"), pythonSample("v2")
 	w1 := x.mustBuild(s1, config(s1, nil, 0))
-	hm := startHammer(h.URL(x.mustDeploy(w1)), 4)
+	hm := startHammer(h, x.mustDeploy(w1), 4)
 	defer hm.stop()
 	if !hm.waitAnswers("v1", 20, 30*time.Second) {
 		t.Fatal("v1 does not answer")
@@ -118,7 +143,7 @@ func testSwitchVersions(t *testing.T, h Harness) {
 		w       workers.Workload
 		version string
 	}{{w2, "v2"}, {w1, "v1"}} {
-		hm.retarget(h.URL(x.mustDeploy(step.w)))
+		hm.retarget(x.mustDeploy(step.w))
 		if !hm.waitAnswers(step.version, 20, 30*time.Second) {
 			t.Fatalf("%s does not answer after the switch", step.version)
 		}
@@ -137,21 +162,21 @@ func testCrashRestart(t *testing.T, h Harness) {
 	x := newFn(t, h, "crash")
 	s := pythonSample("v1")
 	w := x.mustBuild(s, config(s, nil, 0))
-	url := h.URL(x.mustDeploy(w))
-	before := x.mustGet(url + "/")
-	fresh := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
-	if err := get(context.Background(), fresh, url+"/crash", nil); err == nil {
+	endpoint := x.mustDeploy(w)
+	before := x.mustGet(endpoint, "/")
+	conn := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	if err := h.request(context.Background(), conn, endpoint, "/crash", nil); err == nil {
 		t.Fatal("a request that exits the process was answered")
 	}
 	deadline := time.Now().Add(h.DeployTimeout)
 	for {
 		var a answer
-		err := get(context.Background(), fresh, url+"/", &a)
+		err := h.request(context.Background(), conn, endpoint, "/", &a)
 		if err == nil && a.PID != before.PID {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the function was not restarted at %s within %s (last: %+v, %v)", url, h.DeployTimeout, a, err)
+			t.Fatalf("the function was not restarted at %s within %s (last: %+v, %v)", endpoint, h.DeployTimeout, a, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -179,7 +204,7 @@ func testCrashLoop(t *testing.T, h Harness) {
 	}
 	good := pythonSample("v2")
 	w2 := x.mustBuild(good, config(good, nil, 0))
-	if a := x.mustGet(h.URL(x.mustDeploy(w2)) + "/"); a.Version != "v2" {
+	if a := x.mustGet(x.mustDeploy(w2), "/"); a.Version != "v2" {
 		t.Fatalf("after the crash loop, a good version answers %+v", a)
 	}
 }
@@ -229,8 +254,8 @@ func testRemove(t *testing.T, h Harness) {
 	x := newFn(t, h, "remove")
 	s := pythonSample("v1")
 	w := x.mustBuild(s, config(s, nil, 60))
-	url := h.URL(x.mustDeploy(w))
-	x.mustGet(url + "/")
+	endpoint := x.mustDeploy(w)
+	x.mustGet(endpoint, "/")
 	jobDone := make(chan error, 1)
 	go func() {
 		_, err := h.Driver.Run(context.Background(), runSpec(w, `{"action": "sleep"}`))
@@ -247,7 +272,7 @@ func testRemove(t *testing.T, h Harness) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("a job of the removed function still runs")
 	}
-	x.waitGone(url + "/")
+	x.waitGone(endpoint, "/")
 	left, err := h.Leftovers(ctx, x.ns, x.name)
 	if err != nil || len(left) > 0 {
 		t.Fatalf("left behind after Remove: %v, %v", left, err)

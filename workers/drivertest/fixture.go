@@ -211,31 +211,52 @@ func get(ctx context.Context, c *http.Client, url string, v any) error {
 	return nil
 }
 
-// mustGet is get for a request that must succeed.
-func (x *fn) mustGet(url string) answer {
+// request asks the function served at endpoint for path and decodes its
+// 200 JSON answer into v: through Harness.Get when the harness has one,
+// else with a real GET on c.
+func (h Harness) request(ctx context.Context, c *http.Client, endpoint, path string, v any) error {
+	if h.Get == nil {
+		return get(ctx, c, h.URL(endpoint)+path, v)
+	}
+	body, err := h.Get(ctx, endpoint, path)
+	if err != nil || v == nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("GET %s%s: %v in %q", endpoint, path, err, body)
+	}
+	return nil
+}
+
+// mustGet asks the function at endpoint for path; the request must succeed.
+func (x *fn) mustGet(endpoint, path string) answer {
 	x.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var a answer
-	if err := get(ctx, client, url, &a); err != nil {
+	if err := x.h.request(ctx, client, endpoint, path, &a); err != nil {
 		x.t.Fatal(err)
 	}
 	return a
 }
 
-// waitGone polls url on fresh connections until a request fails; it fails
-// the test if the endpoint still answers 200 after the deploy timeout.
-func (x *fn) waitGone(url string) {
+// fresh talks to function endpoints on a new connection per request, so
+// that a request sees whether something listens now.
+var fresh = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+
+// waitGone asks endpoint for path on fresh connections until a request
+// fails; it fails the test if the endpoint still answers 200 after the
+// deploy timeout.
+func (x *fn) waitGone(endpoint, path string) {
 	x.t.Helper()
-	fresh := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
 	deadline := time.Now().Add(x.h.DeployTimeout)
 	for {
-		err := get(context.Background(), fresh, url, nil)
+		err := x.h.request(context.Background(), fresh, endpoint, path, nil)
 		if err != nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			x.t.Fatalf("%s still answers %s after scale to zero", url, x.h.DeployTimeout)
+			x.t.Fatalf("%s still answers %s after scale to zero", endpoint, x.h.DeployTimeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // hammer sends requests from several goroutines, back to back, to whatever
-// URL it currently targets, as the proxy would after learning a new endpoint.
+// endpoint it currently targets, as the proxy would after learning a new one.
 type hammer struct {
 	target atomic.Pointer[string]
 	cancel context.CancelFunc
@@ -21,18 +21,17 @@ type hammer struct {
 	versions map[string]int // answers per version
 }
 
-func startHammer(url string, workers int) *hammer {
+func startHammer(h Harness, endpoint string, workers int) *hammer {
 	ctx, cancel := context.WithCancel(context.Background())
 	hm := &hammer{cancel: cancel, versions: map[string]int{}}
-	hm.target.Store(&url)
+	hm.target.Store(&endpoint)
 	for range workers {
 		hm.wg.Add(1)
 		go func() {
 			defer hm.wg.Done()
 			for ctx.Err() == nil {
-				url := *hm.target.Load()
 				var a answer
-				err := get(ctx, client, url+"/", &a)
+				err := h.request(ctx, client, *hm.target.Load(), "/", &a)
 				if ctx.Err() != nil {
 					return // stopped mid-request: not the function's failure
 				}
@@ -50,8 +49,8 @@ func startHammer(url string, workers int) *hammer {
 	return hm
 }
 
-// retarget sends the following requests to url.
-func (hm *hammer) retarget(url string) { hm.target.Store(&url) }
+// retarget sends the following requests to endpoint.
+func (hm *hammer) retarget(endpoint string) { hm.target.Store(&endpoint) }
 
 // answers returns how often version answered so far.
 func (hm *hammer) answers(version string) int {

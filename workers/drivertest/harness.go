@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,6 +38,19 @@ type Harness struct {
 	// URL turns an endpoint from Deploy into a URL this test process can
 	// reach; nil uses the endpoint as it is.
 	URL func(endpoint string) string
+	// Get asks the function served at endpoint (from Deploy) for path and
+	// returns the body of its 200 answer, or an error for a failed request
+	// (nothing listening, any other status). Nil sends a real HTTP GET to
+	// URL(endpoint)+path. A harness whose platform runs no processes
+	// (k8sdriver's test cluster has no kubelet) answers for the ready pod
+	// the endpoint leads to with FakeImageForTest.Answer, so that the cases
+	// check which version with which environment the driver made serve.
+	Get func(ctx context.Context, endpoint, path string) ([]byte, error)
+	// Skip names the cases (as Run names its subtests, e.g.
+	// "SwitchVersions/under-load") that cannot run against the driver, each
+	// with the reason; Run skips them with it and fails on a name that is no
+	// case. Only what needs a real process belongs here.
+	Skip map[string]string
 
 	// BuildTimeout bounds one build (default 5 min).
 	BuildTimeout time.Duration
@@ -80,29 +94,49 @@ func Run(t *testing.T, h Harness) {
 		t.Fatal("drivertest: Harness needs Driver, Code, WaitCrashLoop and Leftovers")
 	}
 	h = h.withDefaults()
-	cases := []struct {
-		name string
-		run  func(*testing.T, Harness)
-	}{
-		{"Serve/python", func(t *testing.T, h Harness) { testServe(t, h, pythonSample) }},
-		{"Serve/nodejs", func(t *testing.T, h Harness) { testServe(t, h, nodeSample) }},
-		{"Serve/go", func(t *testing.T, h Harness) { testServe(t, h, goSample) }},
-		{"BuildFailure/go-compile-error", testGoCompileError},
-		{"NodeDependency", testNodeDependency},
-		{"SwitchVersions", testSwitchVersions},
-		{"CrashRestart", testCrashRestart},
-		{"CrashLoop", testCrashLoop},
-		{"LoadFailure", testLoadFailure},
-		{"Jobs/failure/python", func(t *testing.T, h Harness) { testJobFailure(t, h, pythonSample, "ValueError: bad input: 5") }},
-		{"Jobs/failure/go", func(t *testing.T, h Harness) { testJobFailure(t, h, goSample, "bad input: 5") }},
-		{"Jobs/timeout/python", func(t *testing.T, h Harness) { testJobTimeout(t, h, pythonSample, "sleep") }},
-		{"Jobs/timeout/nodejs-busy-loop", func(t *testing.T, h Harness) { testJobTimeout(t, h, nodeSample, "spin") }},
-		{"Remove", testRemove},
+	for name, reason := range h.Skip {
+		if !slices.Contains(caseNames(), name) || reason == "" {
+			t.Fatalf("drivertest: Harness.Skip[%q] = %q: it must name a case (one of %v) and say why", name, reason, caseNames())
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			if reason := h.Skip[c.name]; reason != "" {
+				t.Skip(reason)
+			}
 			c.run(t, h)
 		})
 	}
+}
+
+// caseNames lists the names of the suite's cases, for Harness.Skip.
+func caseNames() []string {
+	names := make([]string, 0, len(cases))
+	for _, c := range cases {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// cases are the suite's cases, each run as a subtest of its name.
+var cases = []struct {
+	name string
+	run  func(*testing.T, Harness)
+}{
+	{"Serve/python", func(t *testing.T, h Harness) { testServe(t, h, pythonSample) }},
+	{"Serve/nodejs", func(t *testing.T, h Harness) { testServe(t, h, nodeSample) }},
+	{"Serve/go", func(t *testing.T, h Harness) { testServe(t, h, goSample) }},
+	{"BuildFailure/go-compile-error", testGoCompileError},
+	{"NodeDependency", testNodeDependency},
+	{"SwitchVersions/rolling", testRollVersions},
+	{"SwitchVersions/under-load", testSwitchVersions},
+	{"CrashRestart", testCrashRestart},
+	{"CrashLoop", testCrashLoop},
+	{"LoadFailure", testLoadFailure},
+	{"Jobs/failure/python", func(t *testing.T, h Harness) { testJobFailure(t, h, pythonSample, "ValueError: bad input: 5") }},
+	{"Jobs/failure/go", func(t *testing.T, h Harness) { testJobFailure(t, h, goSample, "bad input: 5") }},
+	{"Jobs/timeout/python", func(t *testing.T, h Harness) { testJobTimeout(t, h, pythonSample, "sleep") }},
+	{"Jobs/timeout/nodejs-busy-loop", func(t *testing.T, h Harness) { testJobTimeout(t, h, nodeSample, "spin") }},
+	{"Remove", testRemove},
 }
