@@ -221,6 +221,11 @@ func (s *Server) deleteFunction(c echo.Context) error {
 	ctx := c.Request().Context()
 	now := s.now()
 	_, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
+		// Locked as trigger creation locks it: a trigger created meanwhile is
+		// either seen and deleted here, or refused for a missing function.
+		if err := tx.Lock(ctx, domain.FunctionStream(ns, name)); err != nil {
+			return err
+		}
 		f := domain.NewFunction(ns, name)
 		if err := tx.Load(ctx, domain.FunctionStream(ns, name), f); err != nil {
 			return err
@@ -263,6 +268,9 @@ func appendFunction(c echo.Context, tx *store.Tx, f *domain.Function, evs []doma
 // missing one is EUNPROCESSABLE naming the field, because the request is
 // well-formed but names nothing that exists (404 would suggest a wrong URL).
 func loadExistingFunction(c echo.Context, tx *store.Tx, ns, name string) (*domain.Function, error) {
+	if err := tx.Lock(c.Request().Context(), domain.FunctionStream(ns, name)); err != nil {
+		return nil, err
+	}
 	f := domain.NewFunction(ns, name)
 	if err := tx.Load(c.Request().Context(), domain.FunctionStream(ns, name), f); err != nil {
 		return nil, err

@@ -1,7 +1,10 @@
 package httpapi_test
 
 import (
+	"fmt"
+	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -195,5 +198,31 @@ func TestEventsAuditLog(t *testing.T) {
 	c.do("GET", c.p("/events?stream=function:"+other.ns+"/a"), nil).want(200).decode(&none)
 	if len(none.Events) != 0 {
 		t.Fatalf("read another namespace's events: %+v", none)
+	}
+}
+
+// TestTriggerCreateRacingFunctionDelete: a trigger created while its function
+// is deleted is either deleted with it or refused; none survives orphaned.
+func TestTriggerCreateRacingFunctionDelete(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	for i := 0; i < 15; i++ {
+		name := fmt.Sprintf("racer-%d", i)
+		c.createFunction(name)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			c.do("POST", c.p("/triggers"), map[string]any{"name": name + "-web", "type": "http", "function": name})
+		}()
+		go func() {
+			defer wg.Done()
+			c.do("DELETE", c.p("/functions/"+name), nil)
+		}()
+		wg.Wait()
+		if res := c.do("GET", c.p("/triggers/"+name+"-web"), nil); res.status != http.StatusNotFound {
+			t.Fatalf("round %d: trigger %s-web outlived its function (GET = %d %s)", i, name, res.status, res.body)
+		}
 	}
 }

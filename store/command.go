@@ -128,3 +128,14 @@ type raceError struct{ err error }
 func (e *raceError) Error() string        { return e.err.Error() }
 func (e *raceError) Unwrap() []error      { return []error{e.err, errRaced} }
 func (e *raceError) Is(target error) bool { return target == errRaced }
+
+// Lock takes a transaction-scoped advisory lock named after a stream, so that
+// commands which read one aggregate and write another (creating a trigger for
+// a function, deleting a function with its triggers) serialize instead of
+// racing; it is released at commit or rollback.
+//
+// Errors: EUNAVAILABLE, EINTERNAL.
+func (t *Tx) Lock(ctx context.Context, streamID string) error {
+	_, err := t.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "sless:"+streamID)
+	return dbError("lock "+streamID, err)
+}
