@@ -3,12 +3,12 @@ package httpapi_test
 import (
 	"archive/zip"
 	"bytes"
-	"compress/flate"
 	"encoding/binary"
-	"hash/crc32"
 	"io/fs"
 	"testing"
 	"time"
+
+	"github.com/slessio/sless/store/codestore/ziptest"
 )
 
 // zipEntry is one member of a test zip; hostile archives are ordinary zips
@@ -53,29 +53,17 @@ func handlerZip(t testing.TB, body string) []byte {
 // bombZip is one deflate entry of n zero bytes whose header claims claimed bytes.
 func bombZip(t *testing.T, n int64, claimed uint64) []byte {
 	t.Helper()
-	var comp bytes.Buffer
-	fw, _ := flate.NewWriter(&comp, flate.BestSpeed)
-	zeros := make([]byte, 1<<20)
-	crc := crc32.NewIEEE()
-	for left := n; left > 0; {
-		k := min(left, int64(len(zeros)))
-		fw.Write(zeros[:k])
-		crc.Write(zeros[:k])
-		left -= k
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	comp, crc := ziptest.DeflatedZeros(t, n)
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
-	h := &zip.FileHeader{Name: "zeros.bin", Method: zip.Deflate, CRC32: crc.Sum32(),
-		CompressedSize64: uint64(comp.Len()), UncompressedSize64: claimed}
+	h := &zip.FileHeader{Name: "zeros.bin", Method: zip.Deflate, CRC32: crc,
+		CompressedSize64: uint64(len(comp)), UncompressedSize64: claimed}
 	h.SetMode(0o644)
 	w, err := zw.CreateRaw(h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write(comp.Bytes())
+	w.Write(comp)
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,23 +1,20 @@
 package localdriver_test
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/store/codestore"
+	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/workers"
 )
 
@@ -31,26 +28,6 @@ func (f fileCode) Get(_ context.Context, key string) (io.ReadCloser, error) {
 
 // discard is the logger of tests that need no output.
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-// zipFiles zips files in name order.
-func zipFiles(tb testing.TB, files map[string]string) []byte {
-	tb.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		w, err := zw.Create(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := io.WriteString(w, files[name]); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // env is a test's driver and code store.
 type env struct {
@@ -84,7 +61,7 @@ func (e env) put(t testing.TB, ns, fn string, zipData []byte) codestore.Object {
 // build stores files and builds them as version of ns/fn.
 func (e env) build(t testing.TB, ns, fn string, version int, cfg domain.FunctionConfig, files map[string]string) (workers.Workload, workers.BuildResult) {
 	t.Helper()
-	obj := e.put(t, ns, fn, zipFiles(t, files))
+	obj := e.put(t, ns, fn, ziptest.Files(t, files))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := e.d.Build(ctx, workers.BuildSpec{Namespace: ns, Function: fn, Version: version, Digest: obj.Digest,

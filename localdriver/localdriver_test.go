@@ -12,6 +12,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/localdriver"
+	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/workers"
 )
 
@@ -78,7 +79,7 @@ func TestBuildRefusesEscapingPaths(t *testing.T) {
 	t.Parallel()
 	e := setup(t, localdriver.Options{})
 	for i, name := range []string{"../escaped.py", "/abs/escaped.py", `..\escaped.py`} {
-		zipData := zipFiles(t, map[string]string{"handler.py": pyHello["handler.py"], name: "x"})
+		zipData := ziptest.Files(t, map[string]string{"handler.py": pyHello["handler.py"], name: "x"})
 		obj := e.put(t, ns, "hostile", zipData)
 		res, err := e.d.Build(context.Background(), workers.BuildSpec{Namespace: ns, Function: "hostile", Version: i + 1,
 			Digest: obj.Digest + name, ZipKey: obj.ZipKey, Config: pyConfig(nil), Code: e.store})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/localdriver"
+	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/workers"
 )
 
@@ -67,7 +68,7 @@ func TestDriverDeathKillsFunctions(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "code"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "code", "hello.zip"), zipFiles(t, files), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "code", "hello.zip"), ziptest.Files(t, files), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	host := exec.Command(os.Args[0], "-test.run=^$")

@@ -1,8 +1,6 @@
 package workers_test
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -10,6 +8,7 @@ import (
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
+	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/workers"
 )
 
@@ -32,25 +31,12 @@ func codeStore(t *testing.T) *codestore.Store {
 // and returns what the version records.
 func putCode(t *testing.T, st *codestore.Store, ns, fn string, files map[string]string, baseImage string) domain.Code {
 	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for name, data := range files {
-		w, err := zw.Create(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write([]byte(data)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	validated, err := codestore.ValidateZip(buf.Bytes(), codestore.DefaultLimits())
+	zipped := ziptest.Files(t, files)
+	validated, err := codestore.ValidateZip(zipped, codestore.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := st.Put(context.Background(), ns, fn, buf.Bytes(), validated, baseImage)
+	obj, err := st.Put(context.Background(), ns, fn, zipped, validated, baseImage)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/httpapi/auth"
+	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/store/pgtest"
 )
 
@@ -87,15 +87,12 @@ func TestDevEndToEnd(t *testing.T) {
 	call("POST", "/ensure", "", nil)
 	call("POST", "/functions", "application/json", strings.NewReader(`{"name":"hello","runtime":"python3.11"}`))
 
-	var zbuf bytes.Buffer
-	zw := zip.NewWriter(&zbuf)
-	f, _ := zw.Create("handler.py")
-	fmt.Fprint(f, "def handle(event):\n    print('got', event.get('name'))\n    return {'hello': event.get('name', 'world')}\n")
-	zw.Close()
+	code := ziptest.Files(t, map[string]string{
+		"handler.py": "def handle(event):\n    print('got', event.get('name'))\n    return {'hello': event.get('name', 'world')}\n"})
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	part, _ := mw.CreateFormFile("code", "fn.zip")
-	part.Write(zbuf.Bytes())
+	part.Write(code)
 	mw.Close()
 	if v := call("POST", "/functions/hello/upload", mw.FormDataContentType(), &body); v["version"] != float64(1) {
 		t.Fatalf("upload = %v", v)

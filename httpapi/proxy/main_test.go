@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -10,11 +9,9 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +24,7 @@ import (
 	"github.com/slessio/sless/httpapi/proxy"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/store/pgtest"
 	"github.com/slessio/sless/workers"
 )
@@ -199,7 +197,7 @@ func (f *fixture) trigger(name string, cmd func(*domain.Trigger) ([]domain.Event
 // create records a function with code (not built) and an http trigger.
 func (f *fixture) create(name string, spec domain.FunctionSpec, files map[string]string, httpTrigger bool) (domain.FunctionConfig, domain.Code) {
 	f.t.Helper()
-	zipData := zipFiles(f.t, files)
+	zipData := ziptest.Files(f.t, files)
 	sum := sha256.Sum256(zipData)
 	code := domain.Code{Digest: hex.EncodeToString(sum[:]), ZipKey: f.ns + "/" + name + "/" + hex.EncodeToString(sum[:8]) + ".zip"}
 	f.code.put(code.ZipKey, zipData)
@@ -378,25 +376,6 @@ func (f *fixture) invocations(name string, q store.InvocationQuery) []store.Invo
 		}
 		q.Cursor = page.NextCursor
 	}
-}
-
-func zipFiles(tb testing.TB, files map[string]string) []byte {
-	tb.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		w, err := zw.Create(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := io.WriteString(w, files[name]); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // pyEcho answers what it received; special paths redirect, sleep, print or fail.

@@ -3,10 +3,8 @@ package codestore_test
 import (
 	"archive/zip"
 	"bytes"
-	"compress/flate"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"io/fs"
 	"strings"
 	"testing"
@@ -51,26 +49,6 @@ func mustZip(tb testing.TB, modified time.Time, entries ...entry) []byte {
 		tb.Fatal(err)
 	}
 	return buf.Bytes()
-}
-
-// deflatedZeros returns a raw deflate stream of n zero bytes and their CRC,
-// built in 1 MiB steps so the test itself stays small in memory.
-func deflatedZeros(tb testing.TB, n int64) ([]byte, uint32) {
-	tb.Helper()
-	var buf bytes.Buffer
-	fw, _ := flate.NewWriter(&buf, flate.BestSpeed)
-	zeros := make([]byte, 1<<20)
-	crc := crc32.NewIEEE()
-	for left := n; left > 0; {
-		k := min(left, int64(len(zeros)))
-		fw.Write(zeros[:k])
-		crc.Write(zeros[:k])
-		left -= k
-	}
-	if err := fw.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	return buf.Bytes(), crc.Sum32()
 }
 
 // rawEntry is a pre-compressed member whose header sizes are whatever the

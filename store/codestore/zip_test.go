@@ -15,6 +15,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store/codestore"
+	"github.com/slessio/sless/store/codestore/ziptest"
 )
 
 var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -122,7 +123,7 @@ func TestValidateZipRejectsNonZipsAndCorruptEntries(t *testing.T) {
 // as soon as the 1 KiB is exceeded, not after inflating the rest.
 func TestValidateZipRejectsHeaderUnderstatingSize(t *testing.T) {
 	t.Parallel()
-	comp, crc := deflatedZeros(t, 64<<20)
+	comp, crc := ziptest.DeflatedZeros(t, 64<<20)
 	z := mustRawZip(t, rawEntry{name: "bomb.bin", compressed: comp, crc: crc, claimedSize: 1024})
 	start := time.Now()
 	_, err := codestore.ValidateZip(z, codestore.Limits{})
@@ -132,7 +133,7 @@ func TestValidateZipRejectsHeaderUnderstatingSize(t *testing.T) {
 
 func TestValidateZipRejectsOverlappingEntries(t *testing.T) {
 	t.Parallel()
-	comp, crc := deflatedZeros(t, 1<<20)
+	comp, crc := ziptest.DeflatedZeros(t, 1<<20)
 	z := withAliases(t, mustRawZip(t, rawEntry{name: "k0", compressed: comp, crc: crc, claimedSize: 1 << 20}), "k1", "k2")
 	_, err := codestore.ValidateZip(z, codestore.Limits{})
 	wantCode(t, err, domain.EINVALID, "share compressed data")
@@ -194,8 +195,8 @@ const heapCeiling = 128 << 20
 // The bombs below expand past 256 MiB; memory must stay flat while the
 // validator counts. Not parallel: HeapInuse is process-wide.
 func TestValidateZipByteCapWithBoundedMemory(t *testing.T) {
-	comp300, crc300 := deflatedZeros(t, 300<<20)
-	comp100, crc100 := deflatedZeros(t, 100<<20)
+	comp300, crc300 := ziptest.DeflatedZeros(t, 300<<20)
+	comp100, crc100 := ziptest.DeflatedZeros(t, 100<<20)
 	cases := []struct {
 		name string
 		zip  []byte
@@ -221,7 +222,7 @@ func TestValidateZipByteCapWithBoundedMemory(t *testing.T) {
 	}
 
 	t.Run("just under the cap is accepted", func(t *testing.T) {
-		comp, crc := deflatedZeros(t, 8<<20)
+		comp, crc := ziptest.DeflatedZeros(t, 8<<20)
 		z := mustRawZip(t, rawEntry{name: "ok", compressed: comp, crc: crc, claimedSize: 8 << 20})
 		if _, err := codestore.ValidateZip(z, codestore.Limits{MaxBytes: 8 << 20}); err != nil {
 			t.Fatalf("8 MiB with an 8 MiB cap: %v", err)

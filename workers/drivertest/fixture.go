@@ -1,23 +1,20 @@
 package drivertest
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store/codestore"
+	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/workers"
 )
 
@@ -73,7 +70,7 @@ func (x *fn) build(s sample, cfg domain.FunctionConfig) (workers.Workload, worke
 	x.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), x.h.BuildTimeout)
 	defer cancel()
-	zipData := mustZip(x.t, s.files)
+	zipData := ziptest.Files(x.t, s.files)
 	files, err := codestore.ValidateZip(zipData, codestore.Limits{})
 	if err != nil {
 		x.t.Fatalf("sample zip: %v", err)
@@ -148,25 +145,6 @@ func (x *fn) run(w workers.Workload, event string) workers.RunResult {
 
 func runSpec(w workers.Workload, event string) workers.RunSpec {
 	return workers.RunSpec{Workload: w, Name: "job-" + w.Function, RunID: 1, Event: json.RawMessage(event)}
-}
-
-// mustZip zips files in name order with fixed times, as a client would.
-func mustZip(t *testing.T, files map[string]string) []byte {
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.WriteString(w, files[name]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // answer is what the samples return.
