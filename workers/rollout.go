@@ -2,18 +2,12 @@ package workers
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
 )
-
-// maxConverge bounds how often one rollout job converges again in process
-// because the desired state changed meanwhile; past it, a follow-up job takes over.
-const maxConverge = 5
 
 // desired is what should run for a function, as its events say now.
 type desired struct {
@@ -52,10 +46,7 @@ func desiredOf(f *domain.Function, triggers []domain.Trigger) desired {
 //	desired; unchanged: RolloutCompleted | RolloutFailed, TriggerActiveChanged for
 //	its http triggers, a schedule job per cron trigger; changed: roll back, go again.
 //
-// Completing the job first in that transaction closes the race with a change
-// whose rollout job was skipped as a duplicate of this running one: River's
-// unique insert locks this job's row, so the completion waits for that
-// change to commit, and the re-read after it sees the change.
+// The loop, and why the job is completed first, is converge's.
 type rolloutWorker struct {
 	river.WorkerDefaults[RolloutArgs]
 	w *Workers
@@ -68,43 +59,30 @@ func (r *rolloutWorker) Work(ctx context.Context, job *river.Job[RolloutArgs]) e
 	if err != nil {
 		return err
 	}
-	for round := 1; ; round++ {
-		endpoint, deployErr := w.deploy(ctx, want)
-		if ierr := interrupted(ctx, "roll out "+a.Namespace+"/"+a.Function); ierr != nil {
-			return ierr
-		}
-		if deployErr != nil && !giveUp(job.JobRow, deployErr) {
-			return fmt.Errorf("roll out %s/%s v%d: %w", a.Namespace, a.Function, want.version, deployErr)
-		}
-		var now desired
-		_, err := w.store.Execute(ctx, meta(job.Kind, job.ID), func(tx *store.Tx) error {
-			if err := completeTx(ctx, tx.Tx, job); err != nil {
-				return err
+	var endpoint string
+	var deployErr error
+	var f *domain.Function
+	var triggers []domain.Trigger
+	want, err = converge(ctx, w, job, "roll out "+a.Namespace+"/"+a.Function, want,
+		func(d desired) error {
+			endpoint, deployErr = w.deploy(ctx, d)
+			return deployErr
+		},
+		func(tx *store.Tx) (desired, error) {
+			var err error
+			if f, triggers, err = w.loadFunctionTx(ctx, tx, a.Namespace, a.Function); err != nil {
+				return desired{}, err
 			}
-			f, triggers, err := w.loadFunctionTx(ctx, tx, a.Namespace, a.Function)
-			if err != nil {
-				return err
-			}
-			now = desiredOf(f, triggers)
-			switch {
-			case !now.same(want) && round < maxConverge:
-				return errChanged
-			case !now.same(want):
-				w.log.WarnContext(ctx, "rollout: desired state keeps changing; handing over to a new job",
-					"namespace", a.Namespace, "function", a.Function)
-				return w.insertJobs(ctx, tx, RolloutArgs{Namespace: a.Namespace, Function: a.Function})
-			}
-			return w.recordRollout(ctx, tx, f, triggers, want, endpoint, deployErr)
+			return desiredOf(f, triggers), nil
+		},
+		func(tx *store.Tx, d desired, deployErr error) error {
+			return w.recordRollout(ctx, tx, f, triggers, d, endpoint, deployErr)
 		})
-		if !errors.Is(err, errChanged) {
-			if err == nil {
-				w.log.InfoContext(ctx, "rollout finished", "namespace", a.Namespace, "function", a.Function,
-					"version", want.version, "replicas", want.replicas, "endpoint", endpoint, "error", deployErr)
-			}
-			return err
-		}
-		want = now
+	if err == nil {
+		w.log.InfoContext(ctx, "rollout finished", "namespace", a.Namespace, "function", a.Function,
+			"version", want.version, "replicas", want.replicas, "endpoint", endpoint, "error", deployErr)
 	}
+	return err
 }
 
 // deploy calls the driver for the desired state; without a built active

@@ -2,8 +2,6 @@ package workers
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/riverqueue/river"
 
@@ -58,44 +56,26 @@ func (s *scheduleWorker) Work(ctx context.Context, job *river.Job[ScheduleArgs])
 	if err != nil {
 		return err
 	}
-	for round := 1; ; round++ {
-		applyErr := w.applySchedule(ctx, a, want)
-		if ierr := interrupted(ctx, "schedule "+a.Namespace+"/"+a.Trigger); ierr != nil {
-			return ierr
-		}
-		if applyErr != nil && !giveUp(job.JobRow, applyErr) {
-			return fmt.Errorf("schedule %s/%s: %w", a.Namespace, a.Trigger, applyErr)
-		}
-		var now cronState
-		_, err := w.store.Execute(ctx, meta(job.Kind, job.ID), func(tx *store.Tx) error {
-			if err := completeTx(ctx, tx.Tx, job); err != nil {
-				return err
-			}
-			t := domain.NewTrigger(a.Namespace, a.Trigger)
+	var t *domain.Trigger
+	_, err = converge(ctx, w, job, "schedule "+a.Namespace+"/"+a.Trigger, want,
+		func(c cronState) error { return w.applySchedule(ctx, a, c) },
+		func(tx *store.Tx) (cronState, error) {
+			t = domain.NewTrigger(a.Namespace, a.Trigger)
 			if err := tx.Load(ctx, domain.TriggerStream(a.Namespace, a.Trigger), t); err != nil {
-				return err
+				return cronState{}, err
 			}
 			f := domain.NewFunction(a.Namespace, t.Function)
 			if t.Function != "" {
 				if err := tx.Load(ctx, domain.FunctionStream(a.Namespace, t.Function), f); err != nil {
-					return err
+					return cronState{}, err
 				}
 			}
-			now = cronStateOf(t, f)
-			switch {
-			case !now.same(want) && round < maxConverge:
-				return errChanged
-			case !now.same(want):
-				return w.insertJobs(ctx, tx, ScheduleArgs{Namespace: a.Namespace, Trigger: a.Trigger})
-			}
-			stream := domain.TriggerStream(a.Namespace, a.Trigger)
-			return tx.Append(ctx, stream, t, t.SetActive(want.active() && applyErr == nil, w.now()))
+			return cronStateOf(t, f), nil
+		},
+		func(tx *store.Tx, c cronState, applyErr error) error {
+			return tx.Append(ctx, domain.TriggerStream(a.Namespace, a.Trigger), t, t.SetActive(c.active() && applyErr == nil, w.now()))
 		})
-		if !errors.Is(err, errChanged) {
-			return err
-		}
-		want = now
-	}
+	return err
 }
 
 // applySchedule makes a Scheduler driver's schedule match c; drivers without
