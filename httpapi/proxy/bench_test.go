@@ -29,15 +29,20 @@ import (
 // phase, 3 by default) whatever b.N is, once per process, and report their
 // own metrics (ns/op means nothing here):
 //
-//	go tool task bench:deps   # nginx from Debian packages, for the comparison column
+//	go tool task bench:deps   # nginx and wrk from Debian packages
 //	go test ./httpapi/proxy -run '^$' -bench 'Invoke|ColdStart' -benchtime 1x -v
 //
 // BenchmarkInvoke: a trivial Go function on loopback, requested directly, through
-// the sless proxy (invocation log on) and through nginx (when installed). Each
-// column gets a closed loop (max-rps, with p50/p99 latency at that load) and then
-// open loops at half of the direct max rate (p50-at-half, p99-at-half) and at
-// 5,000 req/s (latency from the scheduled send time, so queueing counts). Set
-// SLESS_BENCH_ONLY=sless (or nginx, sless-nolog) to measure one column and direct.
+// the sless proxy (invocation log on, and off) and through nginx (when
+// installed). Each column gets a closed loop (max-rps, with p50/p99 latency at
+// that load, and the CPU time the target's processes spent per request) and
+// then open loops at half of the direct max rate (p50-at-half, p99-at-half)
+// and at 5,000 req/s (latency from the scheduled send time, so queueing
+// counts). The go-server column is a floor, not a proxy: a bare net/http
+// server in this process answering a constant, closed loop only — the least
+// CPU per request any proxy built on net/http can spend on its server side.
+// Set SLESS_BENCH_ONLY=sless (or nginx, sless-nolog, go-server) to measure one
+// column and direct.
 
 const benchConcurrency = 32
 
@@ -57,11 +62,22 @@ type loadResult struct {
 	name               string
 	maxRPS             float64
 	p50, p99           time.Duration // in the closed loop
+	requests           int           // answered in the closed loop
+	cpu                time.Duration // per request in the closed loop, of the target's processes; 0: unknown
 	rate               float64       // of the open loop at half of direct's max
 	halfP50, halfP99   time.Duration // in that open loop
 	lightP50, lightP99 time.Duration // in the open loop at lightRate
 	errors             int
 	note               string
+}
+
+// benchTarget is one column: where to send, which processes serve it, and
+// whether it gets the open loops.
+type benchTarget struct {
+	name, url string
+	pids      func() []int
+	open      bool
+	inProcess bool // served by this process: its CPU counts only when the load comes from wrk
 }
 
 // invokeBench is the shared state of BenchmarkInvoke's columns.
@@ -92,10 +108,15 @@ func BenchmarkInvoke(b *testing.B) {
 			b.ReportMetric(r.maxRPS, "max-req/s")
 			b.ReportMetric(float64(r.p50.Microseconds()), "p50-µs")
 			b.ReportMetric(float64(r.p99.Microseconds()), "p99-µs")
-			b.ReportMetric(float64(r.halfP50.Microseconds()), "p50-at-half-µs")
-			b.ReportMetric(float64(r.halfP99.Microseconds()), "p99-at-half-µs")
-			b.ReportMetric(float64(r.lightP50.Microseconds()), fmt.Sprintf("p50-at-%d-µs", lightRate))
-			b.ReportMetric(float64(r.lightP99.Microseconds()), fmt.Sprintf("p99-at-%d-µs", lightRate))
+			if r.cpu > 0 {
+				b.ReportMetric(float64(r.cpu.Nanoseconds())/1000, "cpu-µs/req")
+			}
+			if r.rate > 0 {
+				b.ReportMetric(float64(r.halfP50.Microseconds()), "p50-at-half-µs")
+				b.ReportMetric(float64(r.halfP99.Microseconds()), "p99-at-half-µs")
+				b.ReportMetric(float64(r.lightP50.Microseconds()), fmt.Sprintf("p50-at-%d-µs", lightRate))
+				b.ReportMetric(float64(r.lightP99.Microseconds()), fmt.Sprintf("p99-at-%d-µs", lightRate))
+			}
 			b.ReportMetric(float64(r.errors), "errors")
 		})
 	}
@@ -106,9 +127,20 @@ func (ib *invokeBench) run(b *testing.B) error {
 	f.deploy("bench", domain.FunctionSpec{Runtime: "go1.23", Entrypoint: "Handle", TimeoutSec: 30},
 		map[string]string{"handler.go": "package main\n\nimport \"context\"\n\n// Handle answers a constant.\nfunc Handle(ctx context.Context, event map[string]any) (any, error) {\n\treturn \"ok\", nil\n}\n"})
 	st, _ := f.proxy.Lookup(f.ns, "bench")
-	targets := []struct{ name, url string }{
-		{"direct", st.Live + "/"},
-		{"sless", f.fnURL("bench", "/")},
+	live, err := url.Parse(st.Live)
+	if err != nil {
+		return err
+	}
+	fnPort, _ := strconv.Atoi(live.Port())
+	self := func() []int { return []int{os.Getpid()} }
+	targets := []benchTarget{
+		{name: "direct", url: st.Live + "/", open: true, pids: func() []int {
+			if pid := listeningPID(fnPort); pid != 0 {
+				return []int{pid}
+			}
+			return nil
+		}},
+		{name: "sless", url: f.fnURL("bench", "/"), open: true, pids: self, inProcess: true},
 	}
 	// The same proxy without the invocation log, to show what the log costs.
 	bare, err := proxy.New(proxy.Config{Store: f.store, IdleTimeout: -1, Logger: quiet()})
@@ -121,42 +153,68 @@ func (ib *invokeBench) run(b *testing.B) error {
 	defer bare.Close(context.Background())
 	bareSrv := httptest.NewServer(bare)
 	defer bareSrv.Close()
-	targets = append(targets, struct{ name, url string }{"sless-nolog", bareSrv.URL + "/fn/" + f.ns + "/bench/"})
+	targets = append(targets, benchTarget{name: "sless-nolog", url: bareSrv.URL + "/fn/" + f.ns + "/bench/", open: true, pids: self, inProcess: true})
 	ib.results = map[string]*loadResult{}
-	nginxURL, stop, note := startNginx(b, st.Live, "/fn/"+f.ns+"/bench/")
+	nginxURL, nginxPID, stop, note := startNginx(b, st.Live, "/fn/"+f.ns+"/bench/")
 	if stop != nil {
 		defer stop()
-		targets = append(targets, struct{ name, url string }{"nginx", nginxURL})
+		targets = append(targets, benchTarget{name: "nginx", url: nginxURL, open: true, pids: func() []int { return withChildren(nginxPID) }})
 	} else {
 		ib.results["nginx"] = &loadResult{name: "nginx", note: note}
 	}
+	floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`"ok"`))
+	}))
+	defer floor.Close()
+	targets = append(targets, benchTarget{name: "go-server", url: floor.URL + "/", pids: self, inProcess: true})
 	if only := os.Getenv("SLESS_BENCH_ONLY"); only != "" { // profiling one column
-		targets = slices.DeleteFunc(targets, func(t struct{ name, url string }) bool { return t.name != "direct" && t.name != only })
+		targets = slices.DeleteFunc(targets, func(t benchTarget) bool { return t.name != "direct" && t.name != only })
+	}
+	wrk := wrkPath()
+	loadgen := "wrk (" + wrk + ")"
+	if wrk == "" {
+		loadgen = "this process (no wrk: go tool task bench:deps installs it); CPU of the in-process columns not reported"
 	}
 	phase := benchPhase()
 	for _, t := range targets {
 		if err := checkTarget(t.url); err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
-		r := closedLoop(t.url, benchConcurrency, phase)
+		pids := t.pids()
+		before := cpuTicks(pids)
+		var r *loadResult
+		if wrk != "" {
+			if r, err = wrkClosedLoop(wrk, t.url, benchConcurrency, phase); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+		} else {
+			r = closedLoop(t.url, benchConcurrency, phase)
+		}
+		if len(pids) > 0 && (wrk != "" || !t.inProcess) {
+			r.cpu = cpuPerRequest(cpuTicks(pids)-before, r.requests)
+		}
 		r.name = t.name
 		ib.results[t.name] = r
 	}
 	rate := ib.results["direct"].maxRPS / 2
 	for _, t := range targets {
+		if !t.open {
+			continue
+		}
 		r := ib.results[t.name]
 		r.rate = rate
 		r.halfP50, r.halfP99, r.errors = openLoop(t.url, rate, phase, r.errors)
 		r.lightP50, r.lightP99, r.errors = openLoop(t.url, lightRate, phase, r.errors)
 	}
-	ib.order = []string{"direct", "sless", "sless-nolog", "nginx"}
+	ib.order = []string{"direct", "sless", "sless-nolog", "nginx", "go-server"}
 	if err := f.writer.Flush(context.Background()); err != nil {
 		return err
 	}
 	stats := f.writer.Stats()
-	b.Logf("invoke comparison, %d connections, %v per phase; open loops at %.0f req/s (half of direct's max) and %d req/s; GOMAXPROCS %d",
-		benchConcurrency, phase, rate, lightRate, runtime.GOMAXPROCS(0))
-	b.Logf("%-11s %10s %9s %9s %11s %11s %11s %11s %6s", "target", "max req/s", "p50", "p99", "p50 @half", "p99 @half",
+	b.Logf("invoke comparison, %d connections, %v per phase, closed loops from %s; open loops at %.0f req/s (half of direct's max) and %d req/s from this process; GOMAXPROCS %d",
+		benchConcurrency, phase, loadgen, rate, lightRate, runtime.GOMAXPROCS(0))
+	b.Logf("%-11s %10s %9s %9s %9s %11s %11s %11s %11s %6s", "target", "max req/s", "p50", "p99", "CPU/req", "p50 @half", "p99 @half",
 		fmt.Sprintf("p50 @%d", lightRate), fmt.Sprintf("p99 @%d", lightRate), "errors")
 	for _, name := range ib.order {
 		r := ib.results[name]
@@ -167,11 +225,43 @@ func (ib *invokeBench) run(b *testing.B) error {
 			b.Logf("%-11s %s", name, r.note)
 			continue
 		}
-		b.Logf("%-11s %10.0f %9v %9v %11v %11v %11v %11v %6d", name, r.maxRPS, r.p50, r.p99, r.halfP50, r.halfP99,
+		cpu := "-"
+		if r.cpu > 0 {
+			cpu = r.cpu.Round(100 * time.Nanosecond).String()
+		}
+		if r.rate == 0 {
+			b.Logf("%-11s %10.0f %9v %9v %9s %11s %11s %11s %11s %6d", name, r.maxRPS, r.p50, r.p99, cpu, "-", "-", "-", "-", r.errors)
+			continue
+		}
+		b.Logf("%-11s %10.0f %9v %9v %9s %11v %11v %11v %11v %6d", name, r.maxRPS, r.p50, r.p99, cpu, r.halfP50, r.halfP99,
 			r.lightP50, r.lightP99, r.errors)
 	}
+	ib.logTargets(b)
 	b.Logf("invocation log: %d written, %d dropped, %d failed", stats.Written, stats.Dropped, stats.Failed)
 	return nil
+}
+
+// logTargets states the issue's targets against what was measured:
+// throughput at least nginx's, and p99 overhead over direct at most 1 ms at
+// half of direct's max rate.
+func (ib *invokeBench) logTargets(b *testing.B) {
+	s, d, n := ib.results["sless"], ib.results["direct"], ib.results["nginx"]
+	if s == nil || d == nil {
+		return
+	}
+	if n != nil && n.note == "" {
+		line := fmt.Sprintf("sless/nginx throughput %.2f (target ≥ 1)", s.maxRPS/n.maxRPS)
+		if s.cpu > 0 && n.cpu > 0 {
+			line += fmt.Sprintf("; CPU per request sless/nginx %.2f", float64(s.cpu)/float64(n.cpu))
+		}
+		b.Log(line)
+	}
+	b.Logf("p99 overhead over direct at %.0f req/s (half of direct's max): %v (target ≤ 1ms); at %d req/s: %v",
+		s.rate, s.halfP99-d.halfP99, lightRate, s.lightP99-d.lightP99)
+	if g := ib.results["go-server"]; g != nil && g.cpu > 0 && n != nil && n.cpu > 0 {
+		b.Logf("floor: a bare net/http server answering a constant spends %v CPU per request, %.2f of what nginx spends to proxy one",
+			g.cpu.Round(100*time.Nanosecond), float64(g.cpu)/float64(n.cpu))
+	}
 }
 
 func checkTarget(url string) error {
@@ -318,7 +408,7 @@ func closedLoop(url string, conns int, d time.Duration) *loadResult {
 	wg.Wait()
 	took := time.Since(start)
 	slices.Sort(all)
-	return &loadResult{maxRPS: float64(len(all)) / took.Seconds(), p50: pct(all, 50), p99: pct(all, 99), errors: errs}
+	return &loadResult{maxRPS: float64(len(all)) / took.Seconds(), p50: pct(all, 50), p99: pct(all, 99), requests: len(all), errors: errs}
 }
 
 // openLoop sends at a fixed rate for d, from a pool of senders, and measures
@@ -375,20 +465,20 @@ func pct(sorted []time.Duration, p int) time.Duration {
 }
 
 // startNginx runs nginx, if installed, as a reverse proxy with keep-alive to
-// upstream at location, and returns its URL for location; otherwise a note
-// saying why the column is missing.
-func startNginx(b *testing.B, upstream, location string) (string, func(), string) {
+// upstream at location, and returns its URL for location and its master's
+// pid; otherwise a note saying why the column is missing.
+func startNginx(b *testing.B, upstream, location string) (string, int, func(), string) {
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		if _, err2 := os.Stat("/usr/sbin/nginx"); err2 != nil {
-			return "", nil, "nginx is not installed (go tool task bench:deps installs it from Debian packages): column skipped"
+			return "", 0, nil, "nginx is not installed (go tool task bench:deps installs it from Debian packages): column skipped"
 		}
 		bin = "/usr/sbin/nginx"
 	}
 	dir := b.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err.Error()
+		return "", 0, nil, err.Error()
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
@@ -424,12 +514,12 @@ http {
 `, user, dir, strings.TrimPrefix(upstream, "http://"), port, location)
 	confPath := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		return "", nil, err.Error()
+		return "", 0, nil, err.Error()
 	}
 	cmd := exec.Command(bin, "-p", dir, "-c", confPath)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return "", nil, "nginx did not start: " + err.Error()
+		return "", 0, nil, "nginx did not start: " + err.Error()
 	}
 	stop := func() {
 		_ = cmd.Process.Signal(os.Interrupt)
@@ -445,11 +535,11 @@ http {
 	url := fmt.Sprintf("http://127.0.0.1:%d%s", port, location)
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if checkTarget(url) == nil {
-			return url, stop, ""
+			return url, cmd.Process.Pid, stop, ""
 		}
 	}
 	stop()
-	return "", nil, "nginx did not answer; see its error log"
+	return "", 0, nil, "nginx did not answer; see its error log"
 }
 
 // BenchmarkColdStart measures, through the proxy, request to first byte from

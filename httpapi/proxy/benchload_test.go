@@ -1,0 +1,206 @@
+package proxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The load generators and CPU accounting of BenchmarkInvoke.
+//
+// The closed loop runs in wrk (Debian's package; go tool task bench:deps
+// installs it) when it is installed: a separate, frugal process, as a real
+// client would be, which leaves the test process to the proxy alone so its
+// CPU per request can be read off /proc. Without wrk (or with
+// SLESS_BENCH_LOADGEN=go) the closed loop runs in this process and the CPU
+// of the in-process columns is not reported.
+
+// wrkPath is wrk's path, or "" when the closed loops run in this process.
+func wrkPath() string {
+	if os.Getenv("SLESS_BENCH_LOADGEN") == "go" {
+		return ""
+	}
+	p, err := exec.LookPath("wrk")
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// wrkClosedLoop runs wrk with conns connections on one thread for d.
+func wrkClosedLoop(wrk, url string, conns int, d time.Duration) (*loadResult, error) {
+	out, err := exec.Command(wrk, "-t1", "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(int(d.Seconds()+0.5))+"s",
+		"--latency", url).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("wrk: %v\n%s", err, out)
+	}
+	return parseWrk(out)
+}
+
+// parseWrk reads what wrk prints: Requests/sec, the 50% and 99% latency
+// lines of --latency, the total, and its error counts.
+func parseWrk(out []byte) (*loadResult, error) {
+	r := &loadResult{}
+	seen := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 2 && f[0] == "Requests/sec:":
+			v, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				return nil, fmt.Errorf("wrk: %q: %w", sc.Text(), err)
+			}
+			r.maxRPS = v
+			seen++
+		case len(f) == 2 && (f[0] == "50%" || f[0] == "99%"):
+			v, err := parseWrkDuration(f[1])
+			if err != nil {
+				return nil, err
+			}
+			if f[0] == "50%" {
+				r.p50 = v
+			} else {
+				r.p99 = v
+			}
+			seen++
+		case len(f) >= 3 && f[1] == "requests" && f[2] == "in":
+			n, err := strconv.Atoi(f[0])
+			if err != nil {
+				return nil, fmt.Errorf("wrk: %q: %w", sc.Text(), err)
+			}
+			r.requests = n
+			seen++
+		case len(f) == 5 && f[0] == "Non-2xx":
+			n, _ := strconv.Atoi(f[4])
+			r.errors += n
+		case len(f) >= 2 && f[0] == "Socket" && f[1] == "errors:":
+			// Socket errors: connect 0, read 1, write 0, timeout 0
+			for i := 3; i < len(f); i += 2 {
+				n, _ := strconv.Atoi(strings.TrimSuffix(f[i], ","))
+				r.errors += n
+			}
+		}
+	}
+	if seen != 4 {
+		return nil, fmt.Errorf("wrk printed something unexpected:\n%s", out)
+	}
+	return r, nil
+}
+
+// parseWrkDuration reads wrk's 1.15ms, 539.00us, 2.01s.
+func parseWrkDuration(s string) (time.Duration, error) {
+	for _, u := range []struct {
+		suffix string
+		unit   time.Duration
+	}{{"us", time.Microsecond}, {"ms", time.Millisecond}, {"s", time.Second}} {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("wrk latency %q: %w", s, err)
+			}
+			return time.Duration(f * float64(u.unit)), nil
+		}
+	}
+	return 0, fmt.Errorf("wrk latency %q: unknown unit", s)
+}
+
+// cpuTicks is the user+system CPU time of pids so far, in clock ticks
+// (1/100 s on Linux), from /proc/<pid>/stat; 0 where /proc cannot tell.
+func cpuTicks(pids []int) int64 {
+	var t int64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The command may hold spaces; the fields after it are counted from ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64) // utime, field 14
+		s, _ := strconv.ParseInt(f[12], 10, 64) // stime, field 15
+		t += u + s
+	}
+	return t
+}
+
+const ticksPerSecond = 100 // USER_HZ on every Linux this runs on
+
+// cpuPerRequest turns a tick count over n requests into CPU time per request.
+func cpuPerRequest(ticks int64, n int) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return time.Duration(ticks) * time.Second / ticksPerSecond / time.Duration(n)
+}
+
+// withChildren returns pid and the processes whose parent it is (nginx's
+// master and its workers).
+func withChildren(pid int) []int {
+	pids := []int{pid}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			pids = append(pids, child)
+		}
+	}
+	return pids
+}
+
+// listeningPID finds the process listening on 127.0.0.1:port (the function
+// process of the direct column), or 0: /proc/net/tcp names the socket's
+// inode, the process holding it has a descriptor "socket:[inode]".
+func listeningPID(port int) int {
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return 0
+	}
+	want := fmt.Sprintf(":%04X", port)
+	inode := ""
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 9 && strings.HasSuffix(f[1], want) && f[3] == "0A" { // 0A: LISTEN
+			inode = f[9]
+			break
+		}
+	}
+	if inode == "" {
+		return 0
+	}
+	target := "socket:[" + inode + "]"
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		fds, _ := os.ReadDir(filepath.Join("/proc", e.Name(), "fd"))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(filepath.Join("/proc", e.Name(), "fd", fd.Name())); l == target {
+				return pid
+			}
+		}
+	}
+	return 0
+}
