@@ -135,6 +135,21 @@ func TestDevEndToEnd(t *testing.T) {
 		}
 		return kinds["http"] && kinds["job"]
 	})
+	// Both are counted in the operators' metrics, the job run too.
+	admin, _ := auth.Mint(key, "operator", time.Hour, map[string]any{"sless_admin": true})
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+admin)
+	mresp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, want := range []string{`trigger="http"`, `trigger="job"`} {
+		if !bytes.Contains(metrics, []byte(want)) || !bytes.Contains(metrics, []byte(`sless_invocations_total{code="200",function="hello"`)) {
+			t.Fatalf("/metrics = %d, without sless_invocations_total of hello with %s:\n%s", mresp.StatusCode, want, metrics)
+		}
+	}
 
 	cancel()
 	select {

@@ -108,30 +108,34 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 		return err
 	}
 	// The invocation log's writer: the proxy records requests, the workers job
-	// and cron runs; it batches them off the hot path.
+	// and cron runs (through the proxy, which counts them in its metrics); it
+	// batches them off the hot path.
 	logStore := store.New(p.db.Pool, nil)
 	p.writer = logStore.NewInvocationWriter(store.InvocationWriterOptions{Logger: log.With("component", "invocations")})
-	if p.workers, err = workers.New(p.db.Pool, workers.Config{Driver: p.driver, Code: code, Invocations: p.writer,
-		InvocationRetention: c.Retention, Logger: log.With("component", "workers")}); err != nil {
-		return err
-	}
-	st := p.workers.Store()
 	trusted, err := c.trustedProxies()
 	if err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), httpapi.QueueDepthCollector(st))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	idle := c.IdleTimeout
 	if idle == 0 {
 		idle = -1 // the flag's 0 means never; the proxy's 0 means its default
 	}
-	p.proxy, err = proxy.New(proxy.Config{Store: st, Invocations: p.writer, Scaler: proxy.DriverScaler{Driver: p.driver, Store: st},
+	// The proxy only reads routes and listens for their changes: the store
+	// without an outbox client serves it.
+	p.proxy, err = proxy.New(proxy.Config{Store: logStore, Invocations: p.writer, Scaler: proxy.DriverScaler{Driver: p.driver, Store: logStore},
 		IdleTimeout: idle, IdleTimeouts: c.IdleOverrides, MaxBodyBytes: c.MaxBodyBytes, TrustedProxies: trusted,
 		Registerer: reg, Logger: log.With("component", "proxy")})
 	if err != nil {
 		return err
 	}
+	if p.workers, err = workers.New(p.db.Pool, workers.Config{Driver: p.driver, Code: code, Invocations: p.proxy,
+		InvocationRetention: c.Retention, Logger: log.With("component", "workers")}); err != nil {
+		return err
+	}
+	st := p.workers.Store()
+	reg.MustRegister(httpapi.QueueDepthCollector(st))
 	ui, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(p.workers.Client(), nil), Logger: log.With("component", "riverui"), Prefix: "/riverui"})
 	if err != nil {
 		return fmt.Errorf("river ui: %w", err)

@@ -111,6 +111,19 @@ func (m *metrics) function(k fnKey) *fnMetrics {
 	return f
 }
 
+// forget removes the series of a function gone from the route table, so
+// /metrics does not keep every function ever deployed. A request still in
+// flight on it counts into series no longer exported.
+func (m *metrics) forget(k fnKey) {
+	m.mu.Lock()
+	delete(m.fns, k)
+	m.mu.Unlock()
+	l := prometheus.Labels{"namespace": k.ns, "function": k.name}
+	m.invocations.DeletePartialMatch(l)
+	m.duration.DeletePartialMatch(l)
+	m.coldStarts.DeletePartialMatch(l)
+}
+
 // observe counts one finished invocation.
 func (m *metrics) observe(f *fnMetrics, trigger store.TriggerKind, status int, d time.Duration) {
 	if trigger == store.InvocationHTTP || trigger == "" {

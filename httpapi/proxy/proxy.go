@@ -212,9 +212,13 @@ func (p *Proxy) Lookup(namespace, function string) (RouteState, bool) {
 
 // Record counts a run of a function (cron, job) in the metrics and passes
 // it to Config.Invocations, so that every invocation is in one log and one
-// set of metrics; it reports whether the record was queued.
+// set of metrics; it reports whether the record was queued. A function the
+// route table does not know (deleted meanwhile) gets no metrics, which would
+// stay forever, but its record is kept.
 func (p *Proxy) Record(inv store.Invocation) bool {
-	p.metrics.observe(p.metrics.function(fnKey{inv.Namespace, inv.Function}), inv.Trigger, inv.Status, inv.Duration)
+	if e := p.routes.get(fnKey{inv.Namespace, inv.Function}); e != nil {
+		p.metrics.observe(e.m, inv.Trigger, inv.Status, inv.Duration)
+	}
 	return p.record(inv)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -318,4 +319,80 @@ func TestIdleMeansIdleOnEveryReplica(t *testing.T) {
 	}
 	// Without traffic anywhere, it goes to sleep.
 	f.waitRoute("shared", func(st proxy.RouteState) bool { return st.State == "asleep" })
+}
+
+// TestDeletedFunctionLeavesNoMetrics: the series of a function (its
+// requests, its cron and job runs, its durations) go when it is deleted, so
+// /metrics does not grow with every function ever deployed, and cron or
+// job runs that end after the deletion make none again.
+func TestDeletedFunctionLeavesNoMetrics(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{})
+	f.upstream("short-lived", 5, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	f.upstream("staying", 5, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	for _, name := range []string{"short-lived", "staying"} {
+		for range 3 {
+			if a := f.get(name, "/"); a.status != 200 {
+				t.Fatalf("%s: %d", name, a.status)
+			}
+		}
+		f.proxy.Record(store.Invocation{Namespace: f.ns, Function: name, Trigger: store.InvocationCron, Status: 200,
+			Duration: time.Millisecond, StartedAt: time.Now()})
+	}
+	if got := f.seriesOf(t, "short-lived"); len(got) < 4 {
+		t.Fatalf("series of a live function: %v", got)
+	}
+	if n := f.metric(t, "sless_invocations_total", "trigger", "cron"); n != 2 {
+		t.Fatalf("cron runs counted: %v", n)
+	}
+
+	f.fn("short-lived", func(fn *domain.Function) ([]domain.Event, error) { return fn.Delete(time.Now()) })
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, ok := f.proxy.Lookup(f.ns, "short-lived"); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a deleted function stayed in the route table")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := f.seriesOf(t, "short-lived"); len(got) != 0 {
+		t.Fatalf("series left of a deleted function: %v", got)
+	}
+	if got := f.seriesOf(t, "staying"); len(got) < 4 {
+		t.Fatalf("the other function's series went too: %v", got)
+	}
+	// A run that ends after its function was deleted is logged, not counted.
+	f.proxy.Record(store.Invocation{Namespace: f.ns, Function: "short-lived", Trigger: store.InvocationJob, Status: 200,
+		Duration: time.Millisecond, StartedAt: time.Now()})
+	if got := f.seriesOf(t, "short-lived"); len(got) != 0 {
+		t.Fatalf("a late run made series again: %v", got)
+	}
+}
+
+// seriesOf lists the metric series (name and labels) of one function of the
+// fixture's namespace.
+func (f *fixture) seriesOf(t testing.TB, fn string) []string {
+	t.Helper()
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			ours, match := false, false
+			labels := ""
+			for _, l := range m.GetLabel() {
+				ours = ours || l.GetName() == "namespace" && l.GetValue() == f.ns
+				match = match || l.GetName() == "function" && l.GetValue() == fn
+				labels += l.GetName() + "=" + l.GetValue() + " "
+			}
+			if ours && match {
+				out = append(out, mf.GetName()+"{"+labels+"}")
+			}
+		}
+	}
+	return out
 }

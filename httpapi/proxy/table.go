@@ -89,6 +89,11 @@ func (p *Proxy) refreshAll(ctx context.Context) error {
 		next[k] = e
 	}
 	p.routes.m.Store(&next)
+	for k := range old {
+		if _, ok := next[k]; !ok {
+			p.metrics.forget(k)
+		}
+	}
 	return nil
 }
 
@@ -104,6 +109,7 @@ func (p *Proxy) refreshOne(ctx context.Context, k fnKey) error {
 			next := maps.Clone(old)
 			delete(next, k)
 			p.routes.m.Store(&next)
+			p.metrics.forget(k)
 		}
 		return nil
 	case err != nil:
