@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/migrations"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -161,5 +164,59 @@ func TestRiverVersionIsLatest(t *testing.T) {
 	if latest := all[len(all)-1].Version; latest != migrations.RiverVersion {
 		t.Fatalf("River offers schema version %d but migrations pin %d: add a goose Go migration up to %d",
 			latest, migrations.RiverVersion, latest)
+	}
+}
+
+// TestTriggerActiveSinceBackfill: migration 5 gives triggers active before it
+// the time of their latest activation, read from their events; inactive
+// ones get none.
+func TestTriggerActiveSinceBackfill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := emptyDB(t)
+	p, err := migrations.NewProvider(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	event := func(stream string, version int, typ string, data any) {
+		b, _ := json.Marshal(data)
+		if _, err := db.Exec(`INSERT INTO events (stream_id, stream_version, namespace, type, data) VALUES ($1, $2, 'ns', $3, $4)`,
+			stream, version, typ, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, name := range []string{"on", "off"} {
+		stream := domain.TriggerStream("ns", name)
+		event(stream, 1, domain.EventTriggerActive, domain.TriggerActiveChanged{Active: true, At: t0.Add(time.Duration(i) * time.Minute)})
+		event(stream, 2, domain.EventTriggerActive, domain.TriggerActiveChanged{Active: false, At: t0.Add(time.Hour)})
+		event(stream, 3, domain.EventTriggerActive, domain.TriggerActiveChanged{Active: true, At: t0.Add(2 * time.Hour)})
+		if _, err := db.Exec(`INSERT INTO triggers (namespace, name, type, function, schedule, enabled, active, created_at)
+			VALUES ('ns', $1, 'cron', 'f', '* * * * *', true, $2, $3)`, name, name == "on", t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*time.Time{}
+	rows, err := db.Query(`SELECT name, active_since FROM triggers`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var since *time.Time
+		if err := rows.Scan(&name, &since); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = since
+	}
+	if got["on"] == nil || !got["on"].Equal(t0.Add(2*time.Hour)) || got["off"] != nil {
+		t.Fatalf("active_since after the migration: on %v, off %v", got["on"], got["off"])
 	}
 }

@@ -3,9 +3,11 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -68,4 +70,106 @@ func BenchmarkAppend(b *testing.B) {
 	b.ReportMetric(n/tJob.Seconds(), "appends+job/s")
 	b.ReportMetric(tRaw.Seconds()/tAppend.Seconds(), "append/raw")
 	b.ReportMetric(tRaw.Seconds()/tJob.Seconds(), "append+job/raw")
+}
+
+// BenchmarkFiringCronTriggers measures what a cron tick reads, 200 cron
+// triggers in 20 namespaces (each activated twice), interleaved in one loop:
+//
+//   - streams, the baseline: the reads of a tick before ListFiringCronTriggers
+//     (every function, the triggers of each namespace, and the stream of each
+//     firing trigger replayed for when it became active);
+//   - query: ListFiringCronTriggers, one query.
+//
+// Run it with:
+//
+//	go test ./store -run '^$' -bench FiringCron -benchtime 50x
+func BenchmarkFiringCronTriggers(b *testing.B) {
+	ctx := context.Background()
+	pool := pgtest.NewDB(b)
+	const namespaces, perNamespace = 20, 10
+	for range namespaces {
+		p := setupProjected(b, pool)
+		p.fn(b, "fn", func(f *domain.Function) ([]domain.Event, error) {
+			return f.Create(domain.FunctionSpec{Runtime: "python3.11"}, p.tick())
+		})
+		p.fn(b, "fn", func(f *domain.Function) ([]domain.Event, error) {
+			evs, _, err := f.Upload(domain.Code{Digest: "sha256:b", ZipKey: "zip/b", ContextKey: "ctx/b"}, p.tick())
+			return evs, err
+		})
+		p.fn(b, "fn", func(f *domain.Function) ([]domain.Event, error) { return f.StartBuild(1, p.tick()) })
+		p.fn(b, "fn", func(f *domain.Function) ([]domain.Event, error) { return f.SucceedBuild(1, "img", "", p.tick()) })
+		for i := range perNamespace {
+			name := fmt.Sprintf("tick-%d", i)
+			p.trigger(b, name, func(tr *domain.Trigger) ([]domain.Event, error) {
+				return tr.Create(domain.TriggerSpec{Type: "cron", Function: "fn", Schedule: "* * * * *", Enabled: true}, p.tick())
+			})
+			for _, on := range []bool{true, false, true} {
+				p.trigger(b, name, func(tr *domain.Trigger) ([]domain.Event, error) { return tr.SetActive(on, p.tick()), nil })
+			}
+		}
+	}
+	s := store.New(pool, nil)
+	var tStreams, tQuery time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if n := firingByStreams(b, s); n != namespaces*perNamespace {
+			b.Fatalf("streams found %d", n)
+		}
+		t1 := time.Now()
+		ts, err := s.ListFiringCronTriggers(ctx)
+		if err != nil || len(ts) != namespaces*perNamespace {
+			b.Fatalf("query found %d: %v", len(ts), err)
+		}
+		tQuery += time.Since(t1)
+		tStreams += t1.Sub(t0)
+	}
+	n := float64(b.N)
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(tStreams.Seconds()*1000/n, "streams-ms/tick")
+	b.ReportMetric(tQuery.Seconds()*1000/n, "query-ms/tick")
+	b.ReportMetric(tStreams.Seconds()/tQuery.Seconds(), "streams/query")
+}
+
+// firingByStreams is the baseline of BenchmarkFiringCronTriggers: the reads
+// a cron tick did before ListFiringCronTriggers.
+func firingByStreams(b *testing.B, s *store.Store) int {
+	ctx := context.Background()
+	fns, err := s.ListAllFunctions(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	built := map[[2]string]bool{}
+	var namespaces []string
+	for _, f := range fns {
+		if f.ActiveVersion == 0 {
+			continue
+		}
+		if len(namespaces) == 0 || namespaces[len(namespaces)-1] != f.Namespace {
+			namespaces = append(namespaces, f.Namespace)
+		}
+		built[[2]string{f.Namespace, f.Name}] = true
+	}
+	n := 0
+	for _, ns := range namespaces {
+		ts, err := s.ListTriggers(ctx, ns, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, t := range ts {
+			if t.Type != domain.TriggerCron || !t.Enabled || !t.Active || !built[[2]string{ns, t.Function}] {
+				continue
+			}
+			evs, err := s.ReadStream(ctx, domain.TriggerStream(ns, t.Name), 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, ev := range evs {
+				if _, err := domain.DecodeEvent(ev.Type, ev.Data); err != nil {
+					b.Fatal(err)
+				}
+			}
+			n++
+		}
+	}
+	return n
 }

@@ -92,7 +92,8 @@ func Project(ctx context.Context, tx pgx.Tx, ev Event) error {
 	case domain.TriggerDisabled:
 		sql, args = `UPDATE triggers SET enabled = false WHERE namespace = $1 AND name = $2`, []any{ns, name}
 	case domain.TriggerActiveChanged:
-		sql, args = `UPDATE triggers SET active = $3 WHERE namespace = $1 AND name = $2`, []any{ns, name, e.Active}
+		sql = `UPDATE triggers SET active = $3, active_since = CASE WHEN $3 THEN $4::timestamptz END WHERE namespace = $1 AND name = $2`
+		args = []any{ns, name, e.Active, e.At}
 	case domain.TriggerDeleted:
 		sql, args = `DELETE FROM triggers WHERE namespace = $1 AND name = $2`, []any{ns, name}
 	case domain.JobCreated:

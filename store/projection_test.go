@@ -326,3 +326,60 @@ func TestExecuteRetriesLostRaces(t *testing.T) {
 		t.Fatalf("%d creates succeeded, want 1", ok)
 	}
 }
+
+// TestListFiringCronTriggers: one query gives the cron triggers that fire
+// (enabled, active, of a function with an active version) with when they
+// last became active; the rest are left out.
+func TestListFiringCronTriggers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := setupProjected(t, pgtest.Pool(t))
+	now := p.tick
+	for _, name := range []string{"built", "unbuilt"} {
+		p.fn(t, name, func(f *domain.Function) ([]domain.Event, error) {
+			return f.Create(domain.FunctionSpec{Runtime: "python3.11"}, now())
+		})
+	}
+	p.fn(t, "built", func(f *domain.Function) ([]domain.Event, error) {
+		evs, _, err := f.Upload(domain.Code{Digest: "sha256:b", ZipKey: "zip/b", ContextKey: "ctx/b"}, now())
+		return evs, err
+	})
+	p.fn(t, "built", func(f *domain.Function) ([]domain.Event, error) { return f.StartBuild(1, now()) })
+	p.fn(t, "built", func(f *domain.Function) ([]domain.Event, error) { return f.SucceedBuild(1, "img", "", now()) })
+	cron := func(name, fn string, enabled bool) {
+		p.trigger(t, name, func(tr *domain.Trigger) ([]domain.Event, error) {
+			return tr.Create(domain.TriggerSpec{Type: "cron", Function: fn, Schedule: "* * * * *", Enabled: enabled}, now())
+		})
+	}
+	active := func(name string, on bool) time.Time {
+		at := now()
+		p.trigger(t, name, func(tr *domain.Trigger) ([]domain.Event, error) { return tr.SetActive(on, at), nil })
+		return at
+	}
+	cron("fires", "built", true)
+	active("fires", true)
+	active("fires", false)
+	since := active("fires", true) // the latest activation counts
+	cron("disabled", "built", false)
+	cron("inactive", "built", true)
+	cron("no-version", "unbuilt", true)
+	active("no-version", true)
+	p.trigger(t, "web", func(tr *domain.Trigger) ([]domain.Event, error) {
+		return tr.Create(domain.TriggerSpec{Type: "http", Function: "built", Enabled: true}, now())
+	})
+	active("web", true)
+
+	got, err := p.ListFiringCronTriggers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []store.CronTrigger
+	for _, c := range got {
+		if c.Namespace == p.ns {
+			ours = append(ours, c)
+		}
+	}
+	if len(ours) != 1 || ours[0].Name != "fires" || !ours[0].ActiveSince.Equal(since) || ours[0].Schedule != "* * * * *" {
+		t.Fatalf("firing cron triggers = %+v, want only fires, active since %v", ours, since)
+	}
+}

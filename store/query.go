@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/slessio/sless/domain"
 )
@@ -152,6 +153,37 @@ func (s *Store) ListTriggers(ctx context.Context, ns, function string) ([]domain
 		WHERE namespace = $1 AND ($2 = '' OR function = $2) ORDER BY name`, ns, function)
 	ts, err := pgx.CollectRows(rows, scanTrigger)
 	return ts, dbError("list triggers", err)
+}
+
+// CronTrigger is a cron trigger that fires, with when it became active:
+// slots before that never fire.
+type CronTrigger struct {
+	domain.Trigger
+	ActiveSince time.Time
+}
+
+// ListFiringCronTriggers returns, in one query, the cron triggers that fire:
+// enabled, active, of a function with an active version; ordered by
+// namespace and name.
+//
+// Errors: EUNAVAILABLE, EINTERNAL.
+func (s *Store) ListFiringCronTriggers(ctx context.Context) ([]CronTrigger, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT t.namespace, t.name, t.type, t.function, t.schedule, t.enabled, t.active, t.created_at,
+			coalesce(t.active_since, '-infinity')
+		FROM triggers t JOIN functions f ON f.namespace = t.namespace AND f.name = t.function
+		WHERE t.type = 'cron' AND t.enabled AND t.active AND f.active_version > 0
+		ORDER BY t.namespace, t.name`)
+	ts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (CronTrigger, error) {
+		var c CronTrigger
+		var since pgtype.Timestamptz
+		err := row.Scan(&c.Namespace, &c.Name, &c.Type, &c.Function, &c.Schedule, &c.Enabled, &c.Active, &c.CreatedAt, &since)
+		c.Exists, c.CreatedAt = true, c.CreatedAt.UTC()
+		if since.Valid && since.InfinityModifier == pgtype.Finite {
+			c.ActiveSince = since.Time.UTC()
+		}
+		return c, err
+	})
+	return ts, dbError("list firing cron triggers", err)
 }
 
 const jobColumns = `namespace, name, function, event, run_id, phase, version, message, output, started_at, completed_at, created_at`

@@ -19,8 +19,9 @@ import (
 //
 //   - Every CronInterval the elected River leader inserts a cron_tick job
 //     (a River periodic job, so one enqueuer for any number of replicas).
-//   - The tick finds, for every enabled and active cron trigger whose function
-//     has a built active version, the latest due slot (domain.ParseCron(...).Next)
+//   - The tick finds, in one query (store.ListFiringCronTriggers), every
+//     enabled and active cron trigger whose function has an active version,
+//     and for each the latest due slot (domain.ParseCron(...).Next)
 //     after the last slot already fired, and inserts a cron_run job for it. Its
 //     unique key is (namespace, trigger, slot) in every job state, so two ticks
 //     (two replicas around a leader change, or a tick retried) never run a slot twice.
@@ -37,7 +38,7 @@ import (
 //
 // A cron run calls Driver.Run on the active version with the event
 // {"trigger", "schedule", "scheduled_at"}; its outcome is logged at info with
-// the trigger's name (invocation records come later).
+// the trigger's name and recorded in the invocation log (trigger kind cron).
 
 // CronTickArgs asks for due cron slots to be enqueued; the leader inserts one every CronInterval.
 type CronTickArgs struct{}
@@ -103,7 +104,7 @@ type cronTickWorker struct {
 func (c *cronTickWorker) Work(ctx context.Context, job *river.Job[CronTickArgs]) error {
 	w := c.w
 	now := w.now()
-	triggers, err := w.firingTriggers(ctx)
+	triggers, err := w.store.ListFiringCronTriggers(ctx)
 	if err != nil || len(triggers) == 0 {
 		return err
 	}
@@ -118,11 +119,7 @@ func (c *cronTickWorker) Work(ctx context.Context, job *river.Job[CronTickArgs])
 			w.log.WarnContext(ctx, "cron trigger has a bad schedule", "namespace", t.Namespace, "trigger", t.Name, "error", err)
 			continue
 		}
-		since, err := w.activeSince(ctx, t)
-		if err != nil {
-			return err
-		}
-		since = latest(since, fired[triggerKey{t.Namespace, t.Name}], now.Add(-w.cfg.CronCatchUp))
+		since := latest(t.ActiveSince, fired[triggerKey{t.Namespace, t.Name}], now.Add(-w.cfg.CronCatchUp))
 		slot, skipped := dueSlot(sched, since, now)
 		if slot.IsZero() {
 			continue
@@ -155,39 +152,6 @@ func latest(ts ...time.Time) time.Time {
 	return m
 }
 
-// firingTriggers lists the cron triggers that fire: enabled, reported
-// active, and of a function with an active version (read models).
-func (w *Workers) firingTriggers(ctx context.Context) ([]domain.Trigger, error) {
-	fns, err := w.store.ListAllFunctions(ctx)
-	if err != nil {
-		return nil, err
-	}
-	active := map[triggerKey]bool{}
-	var namespaces []string
-	for _, f := range fns {
-		if f.ActiveVersion == 0 {
-			continue
-		}
-		if len(namespaces) == 0 || namespaces[len(namespaces)-1] != f.Namespace { // sorted by namespace
-			namespaces = append(namespaces, f.Namespace)
-		}
-		active[triggerKey{f.Namespace, f.Name}] = true
-	}
-	var out []domain.Trigger
-	for _, ns := range namespaces {
-		ts, err := w.store.ListTriggers(ctx, ns, "")
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range ts {
-			if t.Type == domain.TriggerCron && t.Enabled && t.Active && active[triggerKey{ns, t.Function}] {
-				out = append(out, t)
-			}
-		}
-	}
-	return out, nil
-}
-
 // lastFired returns the latest slot enqueued for each trigger, from the
 // cron_run jobs River still keeps.
 func (w *Workers) lastFired(ctx context.Context) (map[triggerKey]time.Time, error) {
@@ -204,31 +168,6 @@ func (w *Workers) lastFired(ctx context.Context) (map[triggerKey]time.Time, erro
 		return nil, domain.Errorf(domain.EUNAVAILABLE, "cron: read fired slots: %v", err)
 	}
 	return out, nil
-}
-
-// activeSince is when the trigger last became active, so slots from before
-// (disabled, or no built version yet) never fire.
-func (w *Workers) activeSince(ctx context.Context, t domain.Trigger) (time.Time, error) {
-	evs, err := w.store.ReadStream(ctx, domain.TriggerStream(t.Namespace, t.Name), 1)
-	if err != nil {
-		return time.Time{}, err
-	}
-	var since time.Time
-	for _, ev := range evs {
-		de, err := domain.DecodeEvent(ev.Type, ev.Data)
-		if err != nil {
-			return time.Time{}, err
-		}
-		switch e := de.(type) {
-		case domain.TriggerCreated:
-			since = time.Time{}
-		case domain.TriggerActiveChanged:
-			if e.Active {
-				since = e.At
-			}
-		}
-	}
-	return since.UTC(), nil
 }
 
 // cronRunWorker fires one slot of a cron trigger through Driver.Run.
