@@ -28,7 +28,7 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 	}
 	job := KanikoJob(d.cfg, b)
 	name, ns := *job.Name, d.cfg.BuildNamespace
-	if err := d.startJob(ctx, job); err != nil {
+	if _, err := d.startJob(ctx, job, nil); err != nil {
 		return workers.BuildResult{}, err
 	}
 	out, err := d.waitJob(ctx, ns, name)

@@ -50,6 +50,11 @@ func goldenBuild(rt domain.Runtime, entrypoint string) workers.BuildSpec {
 		Config: domain.FunctionConfig{Runtime: rt, Entrypoint: entrypoint, MemoryMB: 128, TimeoutSec: 30}}
 }
 
+// goldenRun is the run of the golden RunJob and EventSecret.
+func goldenRun() workers.RunSpec {
+	return workers.RunSpec{Workload: goldenWorkload(), Name: "nightly-report", RunID: 42, Event: json.RawMessage(`{"n":7}`)}
+}
+
 // goldenObjects are every builder's output for the golden inputs.
 func goldenObjects(t *testing.T) map[string]any {
 	t.Helper()
@@ -71,7 +76,8 @@ func goldenObjects(t *testing.T) map[string]any {
 		"deployment":           Deployment(workers.Deployment{Workload: w, Replicas: 2}),
 		"service":              Service(goldenNS, "hello"),
 		"env-secret":           EnvSecret(w),
-		"run-job":              RunJob(cfg, workers.RunSpec{Workload: w, Name: "nightly-report", RunID: 42, Event: json.RawMessage(`{"n":7}`)}),
+		"run-job":              RunJob(cfg, goldenRun()),
+		"run-secret":           EventSecret(goldenRun()),
 		"cronjob-suspended":    CronJob(Config{Registry: "r", S3: S3Config{Bucket: "b"}, CronTimeZone: "Europe/Paris"}, workers.CronSpec{Workload: w, Trigger: "every-minute", Schedule: "* * * * *", Enabled: false}),
 	}
 }
@@ -218,6 +224,57 @@ func TestNoSecretLiteralsInEnv(t *testing.T) {
 	secret := decode[corev1.Secret](t, objs["env-secret"])
 	if secret.Immutable == nil || !*secret.Immutable || string(secret.Data["DB_PASSWORD"]) != "hunter2-literal" {
 		t.Errorf("env secret = %+v, want immutable with the user's variables", secret)
+	}
+}
+
+// TestRunEventInSecret: a run's event is the user's input, so it reaches
+// the container from the run's Secret only, never as a literal in the Job;
+// a cron run's event is the platform's and stays literal.
+func TestRunEventInSecret(t *testing.T) {
+	t.Parallel()
+	const marker = "card-4111-event-literal"
+	r := goldenRun()
+	r.Event = json.RawMessage(`{"card":"` + marker + `"}`)
+	job := decode[batchv1.Job](t, RunJob(builderConfig(), r))
+	data, _ := json.Marshal(job)
+	if strings.Contains(string(data), marker) {
+		t.Errorf("the run's event appears in its Job: %s", data)
+	}
+	var event *corev1.EnvVar
+	for i, e := range job.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == EventKey {
+			event = &job.Spec.Template.Spec.Containers[0].Env[i]
+		}
+	}
+	if event == nil || event.Value != "" || event.ValueFrom == nil || event.ValueFrom.SecretKeyRef == nil ||
+		event.ValueFrom.SecretKeyRef.Name != job.Name || event.ValueFrom.SecretKeyRef.Key != EventKey {
+		t.Errorf("%s = %+v, want a secretKeyRef to key %s of Secret %s", EventKey, event, EventKey, job.Name)
+	}
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		if e.Name != EventKey && (e.ValueFrom != nil || e.Value == "") {
+			t.Errorf("platform variable %s = %+v, want a literal", e.Name, e)
+		}
+	}
+	secret := decode[corev1.Secret](t, EventSecret(r))
+	if secret.Name != job.Name || secret.Namespace != job.Namespace || secret.Type != corev1.SecretTypeOpaque ||
+		secret.Immutable == nil || !*secret.Immutable || string(secret.Data[EventKey]) != string(r.Event) || len(secret.Data) != 1 {
+		t.Errorf("event secret = %+v, want an immutable Opaque Secret named after the Job with the event", secret)
+	}
+	for k, v := range job.Labels {
+		if secret.Labels[k] != v || len(secret.Labels) != len(job.Labels) {
+			t.Errorf("event secret labels %v, want the Job's %v", secret.Labels, job.Labels)
+			break
+		}
+	}
+	r.Event = nil
+	if got := decode[corev1.Secret](t, EventSecret(r)).Data[EventKey]; string(got) != "{}" {
+		t.Errorf("the event of a run without one = %q, want {}", got)
+	}
+	cron := decode[batchv1.CronJob](t, goldenObjects(t)["cronjob-suspended"]).Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	for _, e := range cron.Env {
+		if e.Name == EventKey && (e.ValueFrom != nil || e.Value != `{"schedule":"* * * * *","trigger":"every-minute"}`) {
+			t.Errorf("cron %s = %+v, want the literal trigger and schedule", EventKey, e)
+		}
 	}
 }
 

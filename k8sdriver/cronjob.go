@@ -11,7 +11,11 @@ import (
 
 // CronJob returns the CronJob of a cron trigger: runs never overlap, a
 // disabled trigger is suspended (kept, so enabling it again is one field).
-// Each run gets {"trigger", "schedule"} as its event.
+// Each run gets {"trigger", "schedule"} as its event, as a literal
+// SLESS_EVENT: unlike a run's event (see RunJob), which is arbitrary JSON
+// from the API, it is made by the platform from the trigger's name and
+// schedule, both validated (ApplySchedule), so no user-supplied value
+// becomes literal in the pod spec.
 func CronJob(cfg Config, c workers.CronSpec) *batchv1ac.CronJobApplyConfiguration {
 	cfg = cfg.withDefaults()
 	l := objectLabels("cron", c.Function, LabelVersion, strconv.Itoa(c.Version), LabelTrigger, c.Trigger)
@@ -24,7 +28,7 @@ func CronJob(cfg Config, c workers.CronSpec) *batchv1ac.CronJobApplyConfiguratio
 		WithSuccessfulJobsHistoryLimit(3).
 		WithFailedJobsHistoryLimit(3).
 		WithJobTemplate(batchv1ac.JobTemplateSpec().WithLabels(l).
-			WithSpec(jobSpec(cfg, c.Workload, event, l).WithTTLSecondsAfterFinished(int32(cfg.FinishedJobTTL.Seconds()))))
+			WithSpec(jobSpec(cfg, c.Workload, literalEnv(EventKey, string(event)), l).WithTTLSecondsAfterFinished(int32(cfg.FinishedJobTTL.Seconds()))))
 	if cfg.CronTimeZone != "" {
 		spec.WithTimeZone(cfg.CronTimeZone)
 	}

@@ -6,10 +6,10 @@
 // TenantObjects (Namespace with Pod Security "restricted", default-deny
 // NetworkPolicy, ResourceQuota, LimitRange), KanikoJob (build Job in the
 // build namespace), Deployment + Service + EnvSecret (HTTP serving), RunJob
-// (one run) and CronJob (one cron trigger). A thin client-go layer (Driver)
-// applies them with server-side apply (field manager "sless") using the
-// caller's context, waits for Jobs and rollouts, and maps API errors to
-// domain codes at this boundary (mapErr).
+// + EventSecret (one run) and CronJob (one cron trigger). A thin client-go
+// layer (Driver) applies them with server-side apply (field manager "sless")
+// using the caller's context, waits for Jobs and rollouts, and maps API
+// errors to domain codes at this boundary (mapErr).
 //
 // Pods are always found by the driver's own labels (sless.dev/job,
 // sless.dev/build, sless.dev/function, sless.dev/version), never by labels
@@ -18,8 +18,12 @@
 // against a real kube-apiserver and controller manager (k8sdriver/testcluster)
 // and write pod status as a kubelet would.
 //
-// Lifecycle of a run's Job: created (ttl unset) → Complete | Failed
-// (DeadlineExceeded = exit 124) → output read → ttlSecondsAfterFinished set.
+// Lifecycle of a run's Job: its event Secret applied (the user's event is
+// never literal in a pod spec; the pod reads SLESS_EVENT from it) → Job
+// created (ttl unset) → the Job made the Secret's owner → Complete | Failed
+// (DeadlineExceeded = exit 124) → output read → ttlSecondsAfterFinished set
+// → the TTL controller deletes the Job, and the garbage collector its pod
+// and its Secret.
 //
 // It may import domain, workers (the port's types) and client-go.
 package k8sdriver

@@ -275,7 +275,9 @@ func (n *fakeNodeForTest) later(pod *corev1.Pod, d time.Duration, o testcluster.
 }
 
 // containerEnv resolves a container's environment as the kubelet does:
-// envFrom Secrets first, then env entries over them.
+// envFrom Secrets first, then env entries over them, a literal or a
+// Secret's key (secretKeyRef; a missing Secret or key that is not optional
+// is a CreateContainerConfigError). The function pods use no other source.
 func (n *fakeNodeForTest) containerEnv(pod *corev1.Pod, c corev1.Container) (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
 	defer cancel()
@@ -293,10 +295,30 @@ func (n *fakeNodeForTest) containerEnv(pod *corev1.Pod, c corev1.Container) (map
 		}
 	}
 	for _, e := range c.Env {
-		if e.ValueFrom != nil {
-			return nil, fmt.Errorf("env %s from a reference: the function pods set literals only", e.Name)
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+			continue
 		}
-		env[e.Name] = e.Value
+		ref := e.ValueFrom.SecretKeyRef
+		if ref == nil {
+			return nil, fmt.Errorf("env %s from a reference other than a Secret's key: %+v", e.Name, e.ValueFrom)
+		}
+		optional := ref.Optional != nil && *ref.Optional
+		s, err := n.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) && optional:
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("CreateContainerConfigError: secret %s: %w", ref.Name, err)
+		}
+		v, ok := s.Data[ref.Key]
+		switch {
+		case !ok && optional:
+			continue
+		case !ok:
+			return nil, fmt.Errorf("CreateContainerConfigError: couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)
+		}
+		env[e.Name] = string(v)
 	}
 	return env, nil
 }

@@ -26,19 +26,28 @@ type jobOutcome struct {
 
 // startJob creates job unless a Job of its name exists: a Job's pod template
 // cannot change, and a rerun must find the run it started, not replace it.
-func (d *Driver) startJob(ctx context.Context, job *batchv1ac.JobApplyConfiguration) error {
+// before, when not nil, runs just before the Job is created, for what its
+// pod needs (a run's event Secret); it does not run for an existing Job.
+// startJob returns the Job, found or created.
+func (d *Driver) startJob(ctx context.Context, job *batchv1ac.JobApplyConfiguration, before func() error) (*batchv1.Job, error) {
 	jobs := d.client.BatchV1().Jobs(*job.Namespace)
-	_, err := jobs.Get(ctx, *job.Name, metav1.GetOptions{})
+	cur, err := jobs.Get(ctx, *job.Name, metav1.GetOptions{})
 	if err == nil {
-		return nil
+		return cur, nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return mapErr("get job "+*job.Name, err)
+		return nil, mapErr("get job "+*job.Name, err)
 	}
-	if _, err := jobs.Apply(ctx, job, applyOpts); err != nil {
-		return mapErr("create job "+*job.Name, err)
+	if before != nil {
+		if err := before(); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	cur, err = jobs.Apply(ctx, job, applyOpts)
+	if err != nil {
+		return nil, mapErr("create job "+*job.Name, err)
+	}
+	return cur, nil
 }
 
 // waitJob waits until the Job is Complete or Failed, or gone.

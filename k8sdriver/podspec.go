@@ -93,15 +93,23 @@ func memoryMB(c domain.FunctionConfig) int {
 	return domain.DefaultMemoryMB
 }
 
-// envVar is one literal variable the platform sets; values never come from
-// the user (their variables are in a Secret) or hold credentials.
-type envVar struct{ name, value string }
+// envVar is one variable the platform sets. A literal value never comes
+// from the user or holds a credential; what came from the user is read from
+// a Secret instead: with secret set, the value is the key name of the
+// Secret of that name (valueFrom.secretKeyRef) and value is unused.
+type envVar struct{ name, value, secret string }
+
+// literalEnv is a variable with a literal value.
+func literalEnv(name, value string) envVar { return envVar{name: name, value: value} }
+
+// secretKeyEnv is a variable read from the key of the same name in a Secret.
+func secretKeyEnv(name, secret string) envVar { return envVar{name: name, secret: secret} }
 
 // platformEnv returns the variables of the wrapper contract, sorted by name.
 func platformEnv(w workers.Workload, extra ...envVar) []envVar {
 	env := append([]envVar{
-		{"PORT", strconv.Itoa(Port)},
-		{"SLESS_ENTRYPOINT", w.Config.Entrypoint},
+		literalEnv("PORT", strconv.Itoa(Port)),
+		literalEnv("SLESS_ENTRYPOINT", w.Config.Entrypoint),
 	}, extra...)
 	slices.SortFunc(env, func(a, b envVar) int {
 		switch {
@@ -115,10 +123,18 @@ func platformEnv(w workers.Workload, extra ...envVar) []envVar {
 	return env
 }
 
+// envApply turns variables into the container's env, in their order: a
+// literal as value, a Secret's key as valueFrom.secretKeyRef.
 func envApply(env []envVar) []*corev1ac.EnvVarApplyConfiguration {
 	out := make([]*corev1ac.EnvVarApplyConfiguration, 0, len(env))
 	for _, e := range env {
-		out = append(out, corev1ac.EnvVar().WithName(e.name).WithValue(e.value))
+		v := corev1ac.EnvVar().WithName(e.name)
+		if e.secret != "" {
+			v.WithValueFrom(corev1ac.EnvVarSource().WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(e.secret).WithKey(e.name)))
+		} else {
+			v.WithValue(e.value)
+		}
+		out = append(out, v)
 	}
 	return out
 }

@@ -2,6 +2,8 @@ package k8sdriver
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,9 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// TestRemove removes a function with a served version, a running job, a
-// schedule and build Jobs: nothing of it is left, the job's Run returns, and
-// removing again or removing the unknown is no error.
+// TestRemove removes a function with a served version, a running job (and
+// its event Secret), a schedule and build Jobs: nothing of it is left, the
+// job's Run returns, and removing again or removing the unknown is no error.
 func TestRemove(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil, nil)
@@ -28,8 +30,9 @@ func TestRemove(t *testing.T) {
 		return defaultScript(p)
 	})
 	runDone := make(chan workers.RunResult, 1)
+	run := workers.RunSpec{Workload: w, Name: "long", RunID: 1, Event: json.RawMessage(`{"long":true}`)}
 	go func() {
-		res, err := e.d.Run(context.Background(), workers.RunSpec{Workload: w, Name: "long", RunID: 1})
+		res, err := e.d.Run(context.Background(), run)
 		if err != nil {
 			t.Errorf("Run: %v", err)
 		}
@@ -39,8 +42,9 @@ func TestRemove(t *testing.T) {
 		pods := e.pods(e.ns, map[string]string{LabelComponent: "run"})
 		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning
 	})
-	if left, err := e.d.Leftovers(e.ctx(), e.ns, "gone"); err != nil || len(left) < 6 {
-		t.Fatalf("before Remove: %v, %v; want the deployment, service, pods, job, cronjob, secret and build job", left, err)
+	left, err := e.d.Leftovers(e.ctx(), e.ns, "gone")
+	if err != nil || len(left) < 7 || !slices.Contains(left, "secret/"+RunJobName(run)) {
+		t.Fatalf("before Remove: %v, %v; want the deployment, service, pods, job, cronjob, secrets (env, the run's event) and build job", left, err)
 	}
 	if err := e.d.Remove(e.ctx(), e.ns, "gone"); err != nil {
 		t.Fatal(err)

@@ -15,20 +15,37 @@ const (
 
 // Run runs a version once as a Job and returns its output: the exit code of
 // the container, and its logs (stdout+stderr; the last stdout line is the
-// result). The Job's name comes from the run, so a retried Run waits for the
-// Job it started. The pod is found by the driver's own labels. Once the
-// output is read the Job gets its ttlSecondsAfterFinished. A failure, a
-// timeout (exit 124) or a deleted Job (exit 137) is a result; errors are
-// EINVALID for a bad spec, EUNAVAILABLE when ctx ends first, or the mapped
-// API error.
+// result). The event goes to the pod through the run's EventSecret, applied
+// before the Job is created, so the pod never starts without it, and owned
+// by the Job once it exists, so the garbage collector removes it with the
+// Job. The Job's name comes from the run, so a retried Run waits for the
+// Job it started (and makes it the Secret's owner again, which changes
+// nothing when it already is). The pod is found by the driver's own labels.
+// Once the output is read the Job gets its ttlSecondsAfterFinished. A
+// failure, a timeout (exit 124) or a deleted Job (exit 137) is a result;
+// errors are EINVALID for a bad spec, EUNAVAILABLE when ctx ends first, or
+// the mapped API error.
 func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
 	if err := d.prepare(ctx, r.Workload); err != nil {
 		return workers.RunResult{}, err
 	}
 	job := RunJob(d.cfg, r)
 	name := *job.Name
-	if err := d.startJob(ctx, job); err != nil {
+	secrets := d.client.CoreV1().Secrets(r.Namespace)
+	started, err := d.startJob(ctx, job, func() error {
+		// Without an owner: this also drops the owner of a Secret left
+		// by a Job of this run that the TTL controller deleted.
+		_, err := secrets.Apply(ctx, EventSecret(r), applyOpts)
+		return mapErr("apply event secret "+name, err)
+	})
+	if err != nil {
 		return workers.RunResult{}, err
+	}
+	// The whole Secret again, with the owner: an apply of the owner
+	// alone would drop the data from our field set, which the Secret's
+	// immutability forbids.
+	if _, err := secrets.Apply(ctx, EventSecret(r).WithOwnerReferences(jobOwner(started)), applyOpts); err != nil {
+		return workers.RunResult{}, mapErr("set owner of event secret "+name, err)
 	}
 	out, err := d.waitJob(ctx, r.Namespace, name)
 	if err != nil {

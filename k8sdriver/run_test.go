@@ -8,12 +8,16 @@ import (
 
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/workers"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestRun runs a version as a Job: the pod is found by our own labels, its
-// output is the result, and the TTL is set only after the output was read.
+// output is the result, the event reaches it from an immutable Secret that
+// the Job owns (never as a literal), and the TTL is set only after the
+// output was read.
 func TestRun(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil, nil)
@@ -29,19 +33,26 @@ func TestRun(t *testing.T) {
 	if len(pods) != 1 {
 		t.Fatalf("pods selected by %s=%s: %d, want 1", LabelJob, name, len(pods))
 	}
-	var event string
-	for _, v := range pods[0].Spec.Containers[0].Env {
-		if v.Name == "SLESS_EVENT" {
-			event = v.Value
+	var event *corev1.EnvVar
+	for i, v := range pods[0].Spec.Containers[0].Env {
+		if v.Name == EventKey {
+			event = &pods[0].Spec.Containers[0].Env[i]
 		}
 	}
-	if event != `{"n":7}` {
-		t.Errorf("SLESS_EVENT = %q", event)
+	if event == nil || event.Value != "" || event.ValueFrom == nil || event.ValueFrom.SecretKeyRef == nil ||
+		event.ValueFrom.SecretKeyRef.Name != name || event.ValueFrom.SecretKeyRef.Key != EventKey {
+		t.Errorf("%s = %+v, want a secretKeyRef to key %s of Secret %s", EventKey, event, EventKey, name)
 	}
 	job, err := e.c.Client.BatchV1().Jobs(e.ns).Get(e.ctx(), name, metav1.GetOptions{})
 	if err != nil || job.Spec.TTLSecondsAfterFinished == nil {
 		t.Fatalf("the finished run's Job has no TTL: %v", err)
 	}
+	for what, obj := range map[string]any{"pod": pods[0].Spec, "job": job} {
+		if data, _ := json.Marshal(obj); strings.Contains(string(data), `\"n\":7`) || strings.Contains(string(data), `"n":7`) {
+			t.Errorf("the event is literal in the %s: %s", what, data)
+		}
+	}
+	first := checkEventSecret(t, e, job, `{"n":7}`)
 	// A retried Run finds the finished Job and its output; it starts nothing.
 	again, err := e.d.Run(e.ctx(), spec)
 	if err != nil || again.Stdout != res.Stdout {
@@ -50,6 +61,84 @@ func TestRun(t *testing.T) {
 	if n := len(e.pods(e.ns, map[string]string{LabelJob: name})); n != 1 {
 		t.Errorf("a retried Run started another pod: %d pods", n)
 	}
+	if again := checkEventSecret(t, e, job, `{"n":7}`); again.ResourceVersion != first.ResourceVersion {
+		t.Errorf("a retried Run changed the event secret (resource version %s -> %s)", first.ResourceVersion, again.ResourceVersion)
+	}
+}
+
+// checkEventSecret checks the event Secret of a run's Job: named after the
+// Job, with our labels, immutable, holding event, and owned by the Job
+// (only), so that the garbage collector removes it with the Job. It
+// returns the Secret.
+func checkEventSecret(t *testing.T, e *env, job *batchv1.Job, event string) *corev1.Secret {
+	t.Helper()
+	s, err := e.c.Client.CoreV1().Secrets(job.Namespace).Get(e.ctx(), job.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the run's event secret: %v", err)
+	}
+	if s.Type != corev1.SecretTypeOpaque || s.Immutable == nil || !*s.Immutable || string(s.Data[EventKey]) != event || len(s.Data) != 1 {
+		t.Errorf("event secret type %s, immutable %v, data %q; want an immutable Opaque Secret with %s=%s", s.Type, s.Immutable, s.Data, EventKey, event)
+	}
+	for _, k := range []string{LabelManagedBy, LabelComponent, LabelFunction, LabelVersion, LabelJob} {
+		if s.Labels[k] == "" || s.Labels[k] != job.Labels[k] {
+			t.Errorf("event secret label %s = %q, want the Job's %q", k, s.Labels[k], job.Labels[k])
+		}
+	}
+	refs := s.OwnerReferences
+	if len(refs) != 1 || refs[0].UID != job.UID || refs[0].Kind != "Job" || refs[0].APIVersion != "batch/v1" || refs[0].Name != job.Name ||
+		(refs[0].BlockOwnerDeletion != nil && *refs[0].BlockOwnerDeletion) {
+		t.Errorf("event secret owners = %+v, want the Job %s (uid %s), not blocking its deletion", refs, job.Name, job.UID)
+	}
+	return s
+}
+
+// TestRunEventSecretGoesWithTheJob: when the TTL controller deletes a run's
+// Job, the garbage collector deletes its event Secret; and a Run whose Job
+// already exists (a retry after a crash between creating the Job and owning
+// the Secret) makes the Job the owner.
+func TestRunEventSecretGoesWithTheJob(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.FinishedJobTTL = 2 * time.Second }, nil)
+	w := e.mustBuild("brief", 1, "b")
+	spec := workers.RunSpec{Workload: w, Name: "job-brief", RunID: 3}
+	name := RunJobName(spec)
+	// A Job without an owned Secret, as a Run that stopped after creating the Job leaves it.
+	if err := e.d.EnsureNamespace(e.ctx(), e.ns); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Apply(e.ctx(), EventSecret(spec), applyOpts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Client.BatchV1().Jobs(e.ns).Apply(e.ctx(), RunJob(e.cfg, spec), applyOpts); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.d.Run(e.ctx(), spec)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	if n := len(e.pods(e.ns, map[string]string{LabelJob: name})); n != 1 {
+		t.Errorf("Run of an existing Job: %d pods, want 1", n)
+	}
+	job, err := e.c.Client.BatchV1().Jobs(e.ns).Get(e.ctx(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		t.Log("the TTL controller was quicker than this test: the owner check is TestRun's")
+	} else if err != nil {
+		t.Fatal(err)
+	} else {
+		checkEventSecret(t, e, job, "{}")
+	}
+	e.eventually("the TTL controller and the garbage collector to remove the Job and its Secret", func() bool {
+		left, err := e.d.Leftovers(e.ctx(), e.ns, "brief")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range left {
+			if l == "job/"+name || l == "secret/"+name {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // TestRunFailure: a non-zero exit is a result with the exit code and stderr.

@@ -5,25 +5,29 @@ import (
 	"strconv"
 
 	"github.com/slessio/sless/workers"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
-// jobEnv returns the variables of a job-mode container.
-func jobEnv(w workers.Workload, event json.RawMessage) []envVar {
-	if len(event) == 0 {
-		event = json.RawMessage("{}")
-	}
+// EventKey is the variable that carries a run's event to the container,
+// and the key of the event in a run's Secret (EventSecret).
+const EventKey = "SLESS_EVENT"
+
+// jobEnv returns the variables of a job-mode container; event is its
+// SLESS_EVENT.
+func jobEnv(w workers.Workload, event envVar) []envVar {
 	return platformEnv(w,
-		envVar{"SLESS_EVENT", string(event)},
-		envVar{"SLESS_MODE", "job"},
-		envVar{"SLESS_TIMEOUT_SEC", strconv.Itoa(w.Config.TimeoutSec)})
+		event,
+		literalEnv("SLESS_MODE", "job"),
+		literalEnv("SLESS_TIMEOUT_SEC", strconv.Itoa(w.Config.TimeoutSec)))
 }
 
 // jobSpec is the Job spec of a run or cron run: one attempt, never
 // restarted, killed after the function's timeout plus a start grace.
-func jobSpec(cfg Config, w workers.Workload, event json.RawMessage, podLabels map[string]string) *batchv1ac.JobSpecApplyConfiguration {
+func jobSpec(cfg Config, w workers.Workload, event envVar, podLabels map[string]string) *batchv1ac.JobSpecApplyConfiguration {
 	deadline := int64(w.Config.TimeoutSec) + int64(cfg.JobStartGrace.Seconds())
 	return batchv1ac.JobSpec().
 		WithBackoffLimit(0).
@@ -32,14 +36,50 @@ func jobSpec(cfg Config, w workers.Workload, event json.RawMessage, podLabels ma
 			WithSpec(functionPod(w, corev1.RestartPolicyNever, jobEnv(w, event))))
 }
 
+// runLabels are the labels of a run's Job, its pod and its event Secret.
+func runLabels(r workers.RunSpec) map[string]string {
+	return objectLabels("run", r.Function, LabelVersion, strconv.Itoa(r.Version), LabelJob, RunJobName(r))
+}
+
 // RunJob returns the Job of one run. Its pod carries LabelJob and
-// LabelFunction, which the driver selects it by. ttlSecondsAfterFinished is
-// left out: the driver sets it once it has read the output.
+// LabelFunction, which the driver selects it by, and reads SLESS_EVENT from
+// the run's EventSecret: the event is the user's input, never literal in a
+// pod spec. ttlSecondsAfterFinished is left out: the driver sets it once it
+// has read the output.
 func RunJob(cfg Config, r workers.RunSpec) *batchv1ac.JobApplyConfiguration {
 	cfg = cfg.withDefaults()
 	name := RunJobName(r)
-	l := objectLabels("run", r.Function, LabelVersion, strconv.Itoa(r.Version), LabelJob, name)
+	l := runLabels(r)
 	return batchv1ac.Job(name, r.Namespace).
 		WithLabels(l).
-		WithSpec(jobSpec(cfg, r.Workload, r.Event, l))
+		WithSpec(jobSpec(cfg, r.Workload, secretKeyEnv(EventKey, name), l))
+}
+
+// EventSecret returns the immutable Secret with a run's event under
+// EventKey ({} when the run has none). It has the name and labels of the
+// run's Job, which the driver makes its owner once the Job exists, so it
+// goes with the Job.
+func EventSecret(r workers.RunSpec) *corev1ac.SecretApplyConfiguration {
+	event := r.Event
+	if len(event) == 0 {
+		event = json.RawMessage("{}")
+	}
+	return corev1ac.Secret(RunJobName(r), r.Namespace).
+		WithLabels(runLabels(r)).
+		WithType(corev1.SecretTypeOpaque).
+		WithImmutable(true).
+		WithData(map[string][]byte{EventKey: event})
+}
+
+// jobOwner is the owner reference that makes job the owner of an object in
+// its namespace, for the garbage collector: not its controller, and not
+// blocking the Job's deletion.
+func jobOwner(job *batchv1.Job) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(batchv1.SchemeGroupVersion.String()).
+		WithKind("Job").
+		WithName(job.Name).
+		WithUID(job.UID).
+		WithController(false).
+		WithBlockOwnerDeletion(false)
 }
