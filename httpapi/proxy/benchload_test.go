@@ -111,21 +111,38 @@ func parseWrkDuration(s string) (time.Duration, error) {
 	return 0, fmt.Errorf("wrk latency %q: unknown unit", s)
 }
 
+// statFields returns the fields of /proc/<pid>/stat after the command (which
+// may hold spaces), so field n of proc(5) is [n-3]; nil when it cannot be read.
+func statFields(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
+// allPIDs lists the processes in /proc.
+func allPIDs() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 // cpuTicks is the user+system CPU time of pids so far, in clock ticks
 // (1/100 s on Linux), from /proc/<pid>/stat; 0 where /proc cannot tell.
 func cpuTicks(pids []int) int64 {
 	var t int64
 	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// The command may hold spaces; the fields after it are counted from ')'.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
+		f := statFields(pid)
 		if len(f) < 13 {
 			continue
 		}
@@ -150,18 +167,9 @@ func cpuPerRequest(ticks int64, n int) time.Duration {
 // master and its workers).
 func withChildren(pid int) []int {
 	pids := []int{pid}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+	parent := strconv.Itoa(pid)
+	for _, child := range allPIDs() {
+		if f := statFields(child); len(f) > 1 && f[1] == parent { // ppid, field 4
 			pids = append(pids, child)
 		}
 	}
@@ -189,15 +197,11 @@ func listeningPID(port int) int {
 		return 0
 	}
 	target := "socket:[" + inode + "]"
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		fds, _ := os.ReadDir(filepath.Join("/proc", e.Name(), "fd"))
+	for _, pid := range allPIDs() {
+		dir := fmt.Sprintf("/proc/%d/fd", pid)
+		fds, _ := os.ReadDir(dir)
 		for _, fd := range fds {
-			if l, _ := os.Readlink(filepath.Join("/proc", e.Name(), "fd", fd.Name())); l == target {
+			if l, _ := os.Readlink(filepath.Join(dir, fd.Name())); l == target {
 				return pid
 			}
 		}

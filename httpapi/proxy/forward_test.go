@@ -506,16 +506,7 @@ func TestProxyNotReady(t *testing.T) {
 	decodeEcho(t, f.get("web", "/"))
 
 	f.fn("web", func(fn *domain.Function) ([]domain.Event, error) { return fn.Delete(time.Now()) })
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, ok := f.proxy.Lookup(f.ns, "web"); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a deleted function stayed in the route table")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	f.waitGone("web")
 	wantError(t, f.get("web", "/"), 404, domain.ENOTFOUND)
 }
 

@@ -282,6 +282,21 @@ func (f *fixture) waitRoute(name string, ok func(proxy.RouteState) bool) proxy.R
 	}
 }
 
+// waitGone waits until the proxy's route table no longer has a function.
+func (f *fixture) waitGone(name string) {
+	f.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, ok := f.proxy.Lookup(f.ns, name); !ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("deleted function %s stayed in the route table", name)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // fnURL is the public URL of a function path.
 func (f *fixture) fnURL(name, path string) string { return f.url + "/fn/" + f.ns + "/" + name + path }
 

@@ -263,28 +263,44 @@ func TestInvocationLog10000(t *testing.T) {
 	}
 }
 
-// metric sums a counter's series of the fixture's namespace, optionally
-// only those with label=value.
-func (f *fixture) metric(t testing.TB, name, label, value string) float64 {
+// series is one gathered metric series of the fixture's namespace.
+type series struct {
+	name    string
+	labels  map[string]string
+	counter float64
+}
+
+// series gathers the fixture's registry and returns the series labelled
+// with the fixture's namespace.
+func (f *fixture) series(t testing.TB) []series {
 	t.Helper()
 	mfs, err := f.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum float64
+	var out []series
 	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
 		for _, m := range mf.GetMetric() {
-			ours, match := false, label == ""
+			s := series{name: mf.GetName(), labels: map[string]string{}, counter: m.GetCounter().GetValue()}
 			for _, l := range m.GetLabel() {
-				ours = ours || l.GetName() == "namespace" && l.GetValue() == f.ns
-				match = match || l.GetName() == label && l.GetValue() == value
+				s.labels[l.GetName()] = l.GetValue()
 			}
-			if ours && match {
-				sum += m.GetCounter().GetValue()
+			if s.labels["namespace"] == f.ns {
+				out = append(out, s)
 			}
+		}
+	}
+	return out
+}
+
+// metric sums a counter's series of the fixture's namespace, optionally
+// only those with label=value.
+func (f *fixture) metric(t testing.TB, name, label, value string) float64 {
+	t.Helper()
+	var sum float64
+	for _, s := range f.series(t) {
+		if s.name == name && (label == "" || s.labels[label] == value) {
+			sum += s.counter
 		}
 	}
 	return sum
@@ -347,16 +363,7 @@ func TestDeletedFunctionLeavesNoMetrics(t *testing.T) {
 	}
 
 	f.fn("short-lived", func(fn *domain.Function) ([]domain.Event, error) { return fn.Delete(time.Now()) })
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, ok := f.proxy.Lookup(f.ns, "short-lived"); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a deleted function stayed in the route table")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	f.waitGone("short-lived")
 	if got := f.seriesOf(t, "short-lived"); len(got) != 0 {
 		t.Fatalf("series left of a deleted function: %v", got)
 	}
@@ -375,23 +382,10 @@ func TestDeletedFunctionLeavesNoMetrics(t *testing.T) {
 // fixture's namespace.
 func (f *fixture) seriesOf(t testing.TB, fn string) []string {
 	t.Helper()
-	mfs, err := f.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			ours, match := false, false
-			labels := ""
-			for _, l := range m.GetLabel() {
-				ours = ours || l.GetName() == "namespace" && l.GetValue() == f.ns
-				match = match || l.GetName() == "function" && l.GetValue() == fn
-				labels += l.GetName() + "=" + l.GetValue() + " "
-			}
-			if ours && match {
-				out = append(out, mf.GetName()+"{"+labels+"}")
-			}
+	for _, s := range f.series(t) {
+		if s.labels["function"] == fn {
+			out = append(out, fmt.Sprintf("%s%v", s.name, s.labels))
 		}
 	}
 	return out
