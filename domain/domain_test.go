@@ -70,6 +70,10 @@ func TestFunctionSpecConfig(t *testing.T) {
 		{"env dash", FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"A-B": "x"}}, "env_vars"},
 		{"env reserved", FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"SLESS_ENTRYPOINT": "x"}}, "env_vars"},
 		{"env port", FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"PORT": "1"}}, "env_vars"},
+		{"concurrency default", FunctionSpec{Runtime: "python3.11", MaxConcurrency: 0}, ""},
+		{"concurrency edge", FunctionSpec{Runtime: "python3.11", MaxConcurrency: MaxConcurrency}, ""},
+		{"concurrency high", FunctionSpec{Runtime: "python3.11", MaxConcurrency: MaxConcurrency + 1}, "max_concurrency"},
+		{"concurrency negative", FunctionSpec{Runtime: "python3.11", MaxConcurrency: -1}, "max_concurrency"},
 		{"env too big", FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"A": strings.Repeat("x", 70000)}}, "env_vars"},
 	}
 	for _, c := range cases {

@@ -41,12 +41,15 @@ type FunctionConfig struct {
 	MemoryMB   int               `json:"memory_mb"`
 	TimeoutSec int               `json:"timeout_sec"`
 	EnvVars    map[string]string `json:"env_vars"`
+	// MaxConcurrency bounds the requests the function serves at once; the
+	// invoke proxy answers 429 beyond it. 0 means the platform's default.
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
 }
 
 // Equal reports whether two configurations are the same (nil and empty env alike).
 func (c FunctionConfig) Equal(o FunctionConfig) bool {
 	return c.Runtime == o.Runtime && c.Entrypoint == o.Entrypoint && c.MemoryMB == o.MemoryMB &&
-		c.TimeoutSec == o.TimeoutSec && maps.Equal(c.EnvVars, o.EnvVars)
+		c.TimeoutSec == o.TimeoutSec && c.MaxConcurrency == o.MaxConcurrency && maps.Equal(c.EnvVars, o.EnvVars)
 }
 
 // FunctionSpec is a requested configuration; zero values take the defaults.
@@ -56,6 +59,8 @@ type FunctionSpec struct {
 	MemoryMB   int
 	TimeoutSec int
 	EnvVars    map[string]string
+	// MaxConcurrency: 0 takes the platform's default.
+	MaxConcurrency int
 }
 
 // Config validates the spec, fills in defaults and returns the configuration.
@@ -65,7 +70,8 @@ func (s FunctionSpec) Config() (FunctionConfig, error) {
 	if err != nil {
 		return FunctionConfig{}, err
 	}
-	c := FunctionConfig{Runtime: rt, Entrypoint: s.Entrypoint, MemoryMB: s.MemoryMB, TimeoutSec: s.TimeoutSec, EnvVars: maps.Clone(s.EnvVars)}
+	c := FunctionConfig{Runtime: rt, Entrypoint: s.Entrypoint, MemoryMB: s.MemoryMB, TimeoutSec: s.TimeoutSec,
+		EnvVars: maps.Clone(s.EnvVars), MaxConcurrency: s.MaxConcurrency}
 	if c.Entrypoint == "" {
 		c.Entrypoint = DefaultEntrypoint(rt)
 	}
@@ -86,6 +92,9 @@ func (s FunctionSpec) Config() (FunctionConfig, error) {
 	}
 	if c.TimeoutSec < MinTimeoutSec || c.TimeoutSec > MaxTimeoutSec {
 		return FunctionConfig{}, FieldErrorf("timeout_sec", "%d is out of range; use %d to %d (seconds)", c.TimeoutSec, MinTimeoutSec, MaxTimeoutSec)
+	}
+	if c.MaxConcurrency < 0 || c.MaxConcurrency > MaxConcurrency {
+		return FunctionConfig{}, FieldErrorf("max_concurrency", "%d is out of range; use 1 to %d requests at once, or 0 for the platform's default", c.MaxConcurrency, MaxConcurrency)
 	}
 	if err := ValidateEnvVars(c.EnvVars); err != nil {
 		return FunctionConfig{}, err

@@ -27,6 +27,7 @@ const (
 	DefaultTimeoutSec = 30
 	MinTimeoutSec     = 1
 	MaxTimeoutSec     = 900
+	MaxConcurrency    = 10000 // the largest max_concurrency a function may set
 	MaxNameLength     = 63
 	MaxEnvVars        = 100
 	MaxEnvBytes       = 64 << 10

@@ -35,8 +35,11 @@ func principalOf(c echo.Context) auth.Principal {
 }
 
 // errForbiddenNamespace is the same for every foreign namespace, existing or
-// not, so a tenant learns nothing about the others.
-var errForbiddenNamespace = domain.Errorf(domain.EFORBIDDEN, "this token grants access to its own namespace only")
+// not, so a tenant learns nothing about the others; it names the caller's own
+// namespace, the one the URL should have.
+func errForbiddenNamespace(own string) error {
+	return domain.Errorf(domain.EFORBIDDEN, "this token grants access to its own namespace %s only; use /v1/namespaces/%s/...", own, own)
+}
 
 // authorizeNamespace lets a request on /v1/namespaces/{ns}/... through when
 // {ns} is the caller's namespace, or when an operator only reads it (GET);
@@ -47,7 +50,7 @@ func authorizeNamespace(next echo.HandlerFunc) echo.HandlerFunc {
 		if c.Param("ns") == p.Namespace || (p.Admin && isRead(c.Request().Method)) {
 			return next(c)
 		}
-		return errForbiddenNamespace
+		return errForbiddenNamespace(p.Namespace)
 	}
 }
 

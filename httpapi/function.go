@@ -13,18 +13,21 @@ import (
 
 // functionView is a function as the API shows it (SPEC §2).
 type functionView struct {
-	Namespace     string            `json:"namespace"`
-	Name          string            `json:"name"`
-	Runtime       string            `json:"runtime"`
-	Entrypoint    string            `json:"entrypoint"`
-	MemoryMB      int               `json:"memory_mb"`
-	TimeoutSec    int               `json:"timeout_sec"`
-	EnvVars       map[string]string `json:"env_vars"`
-	Phase         string            `json:"phase"`
-	Message       string            `json:"message"`
-	ActiveVersion int               `json:"active_version"`
-	CreatedAt     time.Time         `json:"created_at"`
-	LastBuiltAt   *time.Time        `json:"last_built_at"`
+	Namespace  string            `json:"namespace"`
+	Name       string            `json:"name"`
+	Runtime    string            `json:"runtime"`
+	Entrypoint string            `json:"entrypoint"`
+	MemoryMB   int               `json:"memory_mb"`
+	TimeoutSec int               `json:"timeout_sec"`
+	EnvVars    map[string]string `json:"env_vars"`
+	// MaxConcurrency is how many requests the function serves at once
+	// through /fn (429 beyond); 0 means the platform's default.
+	MaxConcurrency int        `json:"max_concurrency"`
+	Phase          string     `json:"phase"`
+	Message        string     `json:"message"`
+	ActiveVersion  int        `json:"active_version"`
+	CreatedAt      time.Time  `json:"created_at"`
+	LastBuiltAt    *time.Time `json:"last_built_at"`
 }
 
 func newFunctionView(f domain.Function) functionView {
@@ -34,7 +37,7 @@ func newFunctionView(f domain.Function) functionView {
 	}
 	return functionView{
 		Namespace: f.Namespace, Name: f.Name, Runtime: string(f.Config.Runtime), Entrypoint: f.Config.Entrypoint,
-		MemoryMB: f.Config.MemoryMB, TimeoutSec: f.Config.TimeoutSec, EnvVars: env,
+		MemoryMB: f.Config.MemoryMB, TimeoutSec: f.Config.TimeoutSec, EnvVars: env, MaxConcurrency: f.Config.MaxConcurrency,
 		Phase: string(f.Phase), Message: f.Message, ActiveVersion: f.ActiveVersion,
 		CreatedAt: pgTime(f.CreatedAt), LastBuiltAt: optionalTime(f.LastBuiltAt),
 	}
@@ -67,6 +70,8 @@ type createFunctionRequest struct {
 	MemoryMB   int               `json:"memory_mb,omitempty"`
 	TimeoutSec int               `json:"timeout_sec,omitempty"`
 	EnvVars    map[string]string `json:"env_vars,omitempty"`
+	// MaxConcurrency bounds the requests served at once (0: the platform's default).
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
 }
 
 // updateFunctionRequest is the body of PUT .../functions/{name}. It is merged
@@ -75,12 +80,13 @@ type createFunctionRequest struct {
 // memory_mb or timeout_sec means the default, as in a create. name, when
 // given, must be the name in the path.
 type updateFunctionRequest struct {
-	Name       *string            `json:"name,omitempty"`
-	Runtime    *string            `json:"runtime,omitempty"`
-	Entrypoint *string            `json:"entrypoint,omitempty"`
-	MemoryMB   *int               `json:"memory_mb,omitempty"`
-	TimeoutSec *int               `json:"timeout_sec,omitempty"`
-	EnvVars    *map[string]string `json:"env_vars,omitempty"`
+	Name           *string            `json:"name,omitempty"`
+	Runtime        *string            `json:"runtime,omitempty"`
+	Entrypoint     *string            `json:"entrypoint,omitempty"`
+	MemoryMB       *int               `json:"memory_mb,omitempty"`
+	TimeoutSec     *int               `json:"timeout_sec,omitempty"`
+	EnvVars        *map[string]string `json:"env_vars,omitempty"`
+	MaxConcurrency *int               `json:"max_concurrency,omitempty"`
 }
 
 // merge returns the spec of cur with the request's fields over it. When the
@@ -88,7 +94,7 @@ type updateFunctionRequest struct {
 // given, the new runtime's default follows (handler.handle means nothing in Go).
 func (r updateFunctionRequest) merge(cur domain.FunctionConfig) domain.FunctionSpec {
 	spec := domain.FunctionSpec{Runtime: string(cur.Runtime), Entrypoint: cur.Entrypoint,
-		MemoryMB: cur.MemoryMB, TimeoutSec: cur.TimeoutSec, EnvVars: cur.EnvVars}
+		MemoryMB: cur.MemoryMB, TimeoutSec: cur.TimeoutSec, EnvVars: cur.EnvVars, MaxConcurrency: cur.MaxConcurrency}
 	if r.Runtime != nil && *r.Runtime != spec.Runtime {
 		if cur.Entrypoint == domain.DefaultEntrypoint(cur.Runtime) {
 			spec.Entrypoint = ""
@@ -106,6 +112,9 @@ func (r updateFunctionRequest) merge(cur domain.FunctionConfig) domain.FunctionS
 	}
 	if r.EnvVars != nil {
 		spec.EnvVars = *r.EnvVars
+	}
+	if r.MaxConcurrency != nil {
+		spec.MaxConcurrency = *r.MaxConcurrency
 	}
 	return spec
 }
@@ -147,7 +156,7 @@ func (s *Server) createFunction(c echo.Context) error {
 	}
 	ns := c.Param("ns")
 	spec := domain.FunctionSpec{Runtime: req.Runtime, Entrypoint: req.Entrypoint, MemoryMB: req.MemoryMB,
-		TimeoutSec: req.TimeoutSec, EnvVars: req.EnvVars}
+		TimeoutSec: req.TimeoutSec, EnvVars: req.EnvVars, MaxConcurrency: req.MaxConcurrency}
 	now := s.now()
 	var f *domain.Function
 	_, err := s.cfg.Store.Execute(c.Request().Context(), metadata(c), func(tx *store.Tx) error {

@@ -12,11 +12,12 @@ import (
 
 // configView is the configuration snapshot of a version.
 type configView struct {
-	Runtime    string            `json:"runtime"`
-	Entrypoint string            `json:"entrypoint"`
-	MemoryMB   int               `json:"memory_mb"`
-	TimeoutSec int               `json:"timeout_sec"`
-	EnvVars    map[string]string `json:"env_vars"`
+	Runtime        string            `json:"runtime"`
+	Entrypoint     string            `json:"entrypoint"`
+	MemoryMB       int               `json:"memory_mb"`
+	TimeoutSec     int               `json:"timeout_sec"`
+	EnvVars        map[string]string `json:"env_vars"`
+	MaxConcurrency int               `json:"max_concurrency"`
 }
 
 // versionView is one immutable version: code digest, configuration snapshot
@@ -43,7 +44,7 @@ func newVersionView(v domain.Version, active int, withLog bool) versionView {
 		Version: v.Number, Digest: v.Digest, BuildStatus: string(v.BuildStatus), Image: v.Image, Message: v.Message,
 		Active: v.Number == active,
 		Config: configView{Runtime: string(v.Config.Runtime), Entrypoint: v.Config.Entrypoint,
-			MemoryMB: v.Config.MemoryMB, TimeoutSec: v.Config.TimeoutSec, EnvVars: env},
+			MemoryMB: v.Config.MemoryMB, TimeoutSec: v.Config.TimeoutSec, EnvVars: env, MaxConcurrency: v.Config.MaxConcurrency},
 		CreatedAt: pgTime(v.CreatedAt), BuiltAt: optionalTime(v.BuiltAt),
 	}
 	if withLog {

@@ -27,11 +27,13 @@ type Route struct {
 	ActiveVersion int
 	Endpoint      string
 	TimeoutSec    int
-	HTTPTriggers  int  // how many http triggers the function has
-	HTTPEnabled   bool // whether any of them is enabled
+	// MaxConcurrency is the function's max_concurrency; 0 means the proxy's default.
+	MaxConcurrency int
+	HTTPTriggers   int  // how many http triggers the function has
+	HTTPEnabled    bool // whether any of them is enabled
 }
 
-const routeQuery = `SELECT f.namespace, f.name, f.phase, f.message, f.active_version, f.endpoint, f.timeout_sec,
+const routeQuery = `SELECT f.namespace, f.name, f.phase, f.message, f.active_version, f.endpoint, f.timeout_sec, f.max_concurrency,
 		count(t.name), coalesce(bool_or(t.enabled), false)
 	FROM functions f
 	LEFT JOIN triggers t ON t.namespace = f.namespace AND t.function = f.name AND t.type = 'http'
@@ -40,7 +42,7 @@ const routeQuery = `SELECT f.namespace, f.name, f.phase, f.message, f.active_ver
 
 func scanRoute(row pgx.CollectableRow) (Route, error) {
 	var r Route
-	err := row.Scan(&r.Namespace, &r.Function, &r.Phase, &r.Message, &r.ActiveVersion, &r.Endpoint, &r.TimeoutSec,
+	err := row.Scan(&r.Namespace, &r.Function, &r.Phase, &r.Message, &r.ActiveVersion, &r.Endpoint, &r.TimeoutSec, &r.MaxConcurrency,
 		&r.HTTPTriggers, &r.HTTPEnabled)
 	return r, err
 }
