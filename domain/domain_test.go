@@ -305,6 +305,11 @@ func TestFunctionUpdateIdentical(t *testing.T) {
 	}
 	_, err := f.UpdateConfig(FunctionSpec{Runtime: "go1.23", TimeoutSec: 1000}, t0)
 	requireCode(t, err, EINVALID)
+	// retry_safe is part of the configuration: changing it is a change.
+	evs = must(t)(f.UpdateConfig(FunctionSpec{Runtime: "go1.23", EnvVars: map[string]string{"A": "1"}, RetrySafe: true}, t0))
+	if types(evs) != EventFunctionConfigUpdated || !evs[0].(FunctionConfigUpdated).Config.RetrySafe {
+		t.Fatalf("retry_safe change = %s", types(evs))
+	}
 }
 
 func TestFunctionRuntimeChangeWaitsForUpload(t *testing.T) {

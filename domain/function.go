@@ -44,12 +44,16 @@ type FunctionConfig struct {
 	// MaxConcurrency bounds the requests the function serves at once; the
 	// invoke proxy answers 429 beyond it. 0 means the platform's default.
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// RetrySafe declares that running the function twice with one event does
+	// no harm: a job run interrupted by a shutdown is then run again, and
+	// otherwise it fails with "interrupted by shutdown".
+	RetrySafe bool `json:"retry_safe,omitempty"`
 }
 
 // Equal reports whether two configurations are the same (nil and empty env alike).
 func (c FunctionConfig) Equal(o FunctionConfig) bool {
 	return c.Runtime == o.Runtime && c.Entrypoint == o.Entrypoint && c.MemoryMB == o.MemoryMB &&
-		c.TimeoutSec == o.TimeoutSec && c.MaxConcurrency == o.MaxConcurrency && maps.Equal(c.EnvVars, o.EnvVars)
+		c.TimeoutSec == o.TimeoutSec && c.MaxConcurrency == o.MaxConcurrency && c.RetrySafe == o.RetrySafe && maps.Equal(c.EnvVars, o.EnvVars)
 }
 
 // FunctionSpec is a requested configuration; zero values take the defaults.
@@ -61,6 +65,8 @@ type FunctionSpec struct {
 	EnvVars    map[string]string
 	// MaxConcurrency: 0 takes the platform's default.
 	MaxConcurrency int
+	// RetrySafe: see FunctionConfig.RetrySafe.
+	RetrySafe bool
 }
 
 // Config validates the spec, fills in defaults and returns the configuration.
@@ -71,7 +77,7 @@ func (s FunctionSpec) Config() (FunctionConfig, error) {
 		return FunctionConfig{}, err
 	}
 	c := FunctionConfig{Runtime: rt, Entrypoint: s.Entrypoint, MemoryMB: s.MemoryMB, TimeoutSec: s.TimeoutSec,
-		EnvVars: maps.Clone(s.EnvVars), MaxConcurrency: s.MaxConcurrency}
+		EnvVars: maps.Clone(s.EnvVars), MaxConcurrency: s.MaxConcurrency, RetrySafe: s.RetrySafe}
 	if c.Entrypoint == "" {
 		c.Entrypoint = DefaultEntrypoint(rt)
 	}

@@ -22,12 +22,15 @@ type functionView struct {
 	EnvVars    map[string]string `json:"env_vars"`
 	// MaxConcurrency is how many requests the function serves at once
 	// through /fn (429 beyond); 0 means the platform's default.
-	MaxConcurrency int        `json:"max_concurrency"`
-	Phase          string     `json:"phase"`
-	Message        string     `json:"message"`
-	ActiveVersion  int        `json:"active_version"`
-	CreatedAt      time.Time  `json:"created_at"`
-	LastBuiltAt    *time.Time `json:"last_built_at"`
+	MaxConcurrency int `json:"max_concurrency"`
+	// RetrySafe is domain.FunctionConfig.RetrySafe: whether a job run
+	// interrupted by a server shutdown is run again.
+	RetrySafe     bool       `json:"retry_safe" doc:"true: a job run interrupted by a server shutdown is run again; false (default): it fails with \"interrupted by shutdown\""`
+	Phase         string     `json:"phase"`
+	Message       string     `json:"message"`
+	ActiveVersion int        `json:"active_version"`
+	CreatedAt     time.Time  `json:"created_at"`
+	LastBuiltAt   *time.Time `json:"last_built_at"`
 }
 
 func newFunctionView(f domain.Function) functionView {
@@ -38,7 +41,7 @@ func newFunctionView(f domain.Function) functionView {
 	return functionView{
 		Namespace: f.Namespace, Name: f.Name, Runtime: string(f.Config.Runtime), Entrypoint: f.Config.Entrypoint,
 		MemoryMB: f.Config.MemoryMB, TimeoutSec: f.Config.TimeoutSec, EnvVars: env, MaxConcurrency: f.Config.MaxConcurrency,
-		Phase: string(f.Phase), Message: f.Message, ActiveVersion: f.ActiveVersion,
+		RetrySafe: f.Config.RetrySafe, Phase: string(f.Phase), Message: f.Message, ActiveVersion: f.ActiveVersion,
 		CreatedAt: pgTime(f.CreatedAt), LastBuiltAt: optionalTime(f.LastBuiltAt),
 	}
 }
@@ -72,6 +75,9 @@ type createFunctionRequest struct {
 	EnvVars    map[string]string `json:"env_vars,omitempty"`
 	// MaxConcurrency bounds the requests served at once (0: the platform's default).
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// RetrySafe declares that running the function twice with one event does
+	// no harm (default false), see functionView.RetrySafe.
+	RetrySafe bool `json:"retry_safe,omitempty" doc:"true: a job run interrupted by a server shutdown is run again; false (default): it fails with \"interrupted by shutdown\""`
 }
 
 // updateFunctionRequest is the body of PUT .../functions/{name}. It is merged
@@ -87,6 +93,7 @@ type updateFunctionRequest struct {
 	TimeoutSec     *int               `json:"timeout_sec,omitempty"`
 	EnvVars        *map[string]string `json:"env_vars,omitempty"`
 	MaxConcurrency *int               `json:"max_concurrency,omitempty"`
+	RetrySafe      *bool              `json:"retry_safe,omitempty" doc:"true: a job run interrupted by a server shutdown is run again; false: it fails with \"interrupted by shutdown\""`
 }
 
 // merge returns the spec of cur with the request's fields over it. When the
@@ -94,7 +101,8 @@ type updateFunctionRequest struct {
 // given, the new runtime's default follows (handler.handle means nothing in Go).
 func (r updateFunctionRequest) merge(cur domain.FunctionConfig) domain.FunctionSpec {
 	spec := domain.FunctionSpec{Runtime: string(cur.Runtime), Entrypoint: cur.Entrypoint,
-		MemoryMB: cur.MemoryMB, TimeoutSec: cur.TimeoutSec, EnvVars: cur.EnvVars, MaxConcurrency: cur.MaxConcurrency}
+		MemoryMB: cur.MemoryMB, TimeoutSec: cur.TimeoutSec, EnvVars: cur.EnvVars, MaxConcurrency: cur.MaxConcurrency,
+		RetrySafe: cur.RetrySafe}
 	if r.Runtime != nil && *r.Runtime != spec.Runtime {
 		if cur.Entrypoint == domain.DefaultEntrypoint(cur.Runtime) {
 			spec.Entrypoint = ""
@@ -115,6 +123,9 @@ func (r updateFunctionRequest) merge(cur domain.FunctionConfig) domain.FunctionS
 	}
 	if r.MaxConcurrency != nil {
 		spec.MaxConcurrency = *r.MaxConcurrency
+	}
+	if r.RetrySafe != nil {
+		spec.RetrySafe = *r.RetrySafe
 	}
 	return spec
 }
@@ -156,7 +167,8 @@ func (s *Server) createFunction(c echo.Context) error {
 	}
 	ns := c.Param("ns")
 	spec := domain.FunctionSpec{Runtime: req.Runtime, Entrypoint: req.Entrypoint, MemoryMB: req.MemoryMB,
-		TimeoutSec: req.TimeoutSec, EnvVars: req.EnvVars, MaxConcurrency: req.MaxConcurrency}
+		TimeoutSec: req.TimeoutSec, EnvVars: req.EnvVars, MaxConcurrency: req.MaxConcurrency,
+		RetrySafe: req.RetrySafe}
 	now := s.now()
 	var f *domain.Function
 	_, err := s.cfg.Store.Execute(c.Request().Context(), metadata(c), func(tx *store.Tx) error {

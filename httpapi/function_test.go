@@ -255,3 +255,34 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+func TestRetrySafeIsAFunctionSetting(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	if got := c.createFunction("plain"); got["retry_safe"] != false {
+		t.Fatalf("default retry_safe: %v", got)
+	}
+	got := c.do("POST", c.p("/functions"), map[string]any{"name": "fn", "runtime": "python3.11", "retry_safe": true}).want(201).obj()
+	if got["retry_safe"] != true {
+		t.Fatalf("created with retry_safe: %v", got)
+	}
+	// A PUT without it keeps it; with it, sets it.
+	if got := c.do("PUT", c.p("/functions/fn"), map[string]any{"memory_mb": 256}).want(200).obj(); got["retry_safe"] != true {
+		t.Fatalf("PUT without retry_safe dropped it: %v", got)
+	}
+	c.upload("fn", handlerZip(t, "1")).want(202)
+	f.build(c.ns, "fn", 1, "")
+	if got := c.do("PUT", c.p("/functions/fn"), map[string]any{"retry_safe": false}).want(200).obj(); got["retry_safe"] != false || got["active_version"] != 2.0 {
+		t.Fatalf("PUT retry_safe false: %v (a changed setting makes a version reusing the build)", got)
+	}
+	if got := c.do("GET", c.p("/functions/fn"), nil).want(200).obj(); got["retry_safe"] != false {
+		t.Fatalf("GET after PUT: %v", got)
+	}
+	var vs versionsAnswer
+	c.do("GET", c.p("/functions/fn/versions"), nil).want(200).decode(&vs)
+	if len(vs.Versions) != 2 || vs.Versions[0].Config["retry_safe"] != false || vs.Versions[1].Config["retry_safe"] != true {
+		t.Fatalf("versions' retry_safe: %+v", vs.Versions)
+	}
+	c.do("POST", c.p("/functions"), `{"name": "bad", "runtime": "python3.11", "retry_safe": "yes"}`).wantError(400, "INVALID", "retry_safe")
+}

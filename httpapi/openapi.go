@@ -268,6 +268,9 @@ func (g *schemaGen) structSchema(t reflect.Type) obj {
 			name = f.Name
 		}
 		props[name] = g.ref(f.Type)
+		if d := f.Tag.Get("doc"); d != "" {
+			props[name] = describe(props[name].(obj), d)
+		}
 		if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
 			required = append(required, name)
 		}
@@ -277,6 +280,19 @@ func (g *schemaGen) structSchema(t reflect.Type) obj {
 		s["required"] = required
 	}
 	return s
+}
+
+// describe returns schema s with a description (a doc struct tag): next to a
+// $ref, which OpenAPI 3.0 lets stand alone, through allOf.
+func describe(s obj, d string) obj {
+	if _, isRef := s["$ref"]; isRef {
+		return obj{"allOf": []obj{s}, "description": d}
+	}
+	out := obj{"description": d}
+	for k, v := range s {
+		out[k] = v
+	}
+	return out
 }
 
 // schemaName is the component name of a struct: functionView → Function,

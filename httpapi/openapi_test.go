@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
 	"sort"
@@ -83,12 +84,14 @@ func TestOpenAPISchemasAreComplete(t *testing.T) {
 	r := f.anonymous().do("GET", "/v1/openapi.json", nil).want(200)
 	r.decode(&doc)
 	for name, props := range map[string][]string{
-		"Function":              {"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "phase", "message", "active_version", "created_at", "last_built_at"},
+		"Function":              {"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "max_concurrency", "retry_safe", "phase", "message", "active_version", "created_at", "last_built_at"},
 		"Version":               {"version", "digest", "build_status", "image", "message", "config", "created_at", "built_at", "build_log"},
 		"Trigger":               {"name", "type", "function", "schedule", "enabled", "active", "url"},
 		"Job":                   {"name", "function", "event", "run_id", "phase", "message", "started_at", "completed_at"},
 		"Error":                 {"error"},
-		"CreateFunctionRequest": {"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars"},
+		"CreateFunctionRequest": {"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "max_concurrency", "retry_safe"},
+		"UpdateFunctionRequest": {"runtime", "memory_mb", "max_concurrency", "retry_safe"},
+		"Config":                {"runtime", "memory_mb", "max_concurrency", "retry_safe"},
 		"VersionList":           {"active_version", "versions", "activations"},
 		"InvocationList":        {"invocations", "next_cursor"},
 		"InvocationDetail":      {"id", "function", "version", "trigger", "method", "path", "status", "duration_ms", "cold_start", "bytes_in", "bytes_out", "error", "log", "started_at", "ended_at"},
@@ -101,6 +104,12 @@ func TestOpenAPISchemasAreComplete(t *testing.T) {
 			if _, ok := s.Properties[p]; !ok {
 				t.Errorf("schema %s lacks %s", name, p)
 			}
+		}
+	}
+	// retry_safe says what it means wherever it appears.
+	for _, name := range []string{"Function", "CreateFunctionRequest", "UpdateFunctionRequest", "Config"} {
+		if p, _ := doc.Components.Schemas[name].Properties["retry_safe"].(map[string]any); !strings.Contains(fmt.Sprint(p["description"]), "interrupted by shutdown") {
+			t.Errorf("%s.retry_safe is not described: %v", name, p)
 		}
 	}
 	// Every $ref resolves.

@@ -18,6 +18,7 @@ type configView struct {
 	TimeoutSec     int               `json:"timeout_sec"`
 	EnvVars        map[string]string `json:"env_vars"`
 	MaxConcurrency int               `json:"max_concurrency"`
+	RetrySafe      bool              `json:"retry_safe" doc:"true: a job run interrupted by a server shutdown is run again; false: it fails with \"interrupted by shutdown\""`
 }
 
 // versionView is one immutable version: code digest, configuration snapshot
@@ -44,7 +45,8 @@ func newVersionView(v domain.Version, active int, withLog bool) versionView {
 		Version: v.Number, Digest: v.Digest, BuildStatus: string(v.BuildStatus), Image: v.Image, Message: v.Message,
 		Active: v.Number == active,
 		Config: configView{Runtime: string(v.Config.Runtime), Entrypoint: v.Config.Entrypoint,
-			MemoryMB: v.Config.MemoryMB, TimeoutSec: v.Config.TimeoutSec, EnvVars: env, MaxConcurrency: v.Config.MaxConcurrency},
+			MemoryMB: v.Config.MemoryMB, TimeoutSec: v.Config.TimeoutSec, EnvVars: env, MaxConcurrency: v.Config.MaxConcurrency,
+			RetrySafe: v.Config.RetrySafe},
 		CreatedAt: pgTime(v.CreatedAt), BuiltAt: optionalTime(v.BuiltAt),
 	}
 	if withLog {

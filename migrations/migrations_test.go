@@ -220,3 +220,34 @@ func TestTriggerActiveSinceBackfill(t *testing.T) {
 		t.Fatalf("active_since after the migration: on %v, off %v", got["on"], got["off"])
 	}
 }
+
+// TestRetrySafeColumn: migration 7 gives functions a retry_safe column, false
+// for the rows that existed before it; Down removes it.
+func TestRetrySafeColumn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := emptyDB(t)
+	p, err := migrations.NewProvider(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 6); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO functions (namespace, name, runtime, entrypoint, memory_mb, timeout_sec, phase, created_at)
+		VALUES ('ns', 'old', 'python3.11', 'handler.handle', 128, 30, 'Pending', now())`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM functions WHERE name = 'old' AND NOT retry_safe`); n != 1 {
+		t.Fatalf("%d existing rows with retry_safe false, want 1", n)
+	}
+	if _, err := p.DownTo(ctx, 6); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM information_schema.columns WHERE table_name = 'functions' AND column_name = 'retry_safe'`); n != 0 {
+		t.Fatal("retry_safe survived migration 7's Down")
+	}
+}

@@ -29,12 +29,13 @@ func Project(ctx context.Context, tx pgx.Tx, ev Event) error {
 	case domain.NamespaceEnsured:
 		sql, args = `INSERT INTO namespaces (name, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, []any{e.Namespace, e.At}
 	case domain.FunctionCreated:
-		sql = `INSERT INTO functions (namespace, name, runtime, entrypoint, memory_mb, timeout_sec, env_vars, max_concurrency, phase, created_at)
-		       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'Pending', $9)`
+		sql = `INSERT INTO functions (namespace, name, runtime, entrypoint, memory_mb, timeout_sec, env_vars, max_concurrency, retry_safe, phase, created_at)
+		       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'Pending', $10)`
 		args = append([]any{ns, name}, configArgs(e.Config)...)
 		args = append(args, e.At)
 	case domain.FunctionConfigUpdated:
-		sql = `UPDATE functions SET runtime = $3, entrypoint = $4, memory_mb = $5, timeout_sec = $6, env_vars = $7, max_concurrency = $8
+		sql = `UPDATE functions SET runtime = $3, entrypoint = $4, memory_mb = $5, timeout_sec = $6, env_vars = $7, max_concurrency = $8,
+		                            retry_safe = $9
 		       WHERE namespace = $1 AND name = $2`
 		args = append([]any{ns, name}, configArgs(e.Config)...)
 	case domain.FunctionDeleted:
@@ -45,9 +46,9 @@ func Project(ctx context.Context, tx pgx.Tx, ev Event) error {
 	case domain.VersionCreated:
 		cfg, _ := json.Marshal(e.Config)
 		sql = `WITH v AS (INSERT INTO function_versions (namespace, function, version, digest, zip_key, context_key, config, build_status, created_at)
-		                  VALUES ($1, $2, $9, $10, $11, $12, $13, 'Queued', $14))
+		                  VALUES ($1, $2, $10, $11, $12, $13, $14, 'Queued', $15))
 		       UPDATE functions SET runtime = $3, entrypoint = $4, memory_mb = $5, timeout_sec = $6, env_vars = $7, max_concurrency = $8,
-		                            phase = 'Building', message = ''
+		                            retry_safe = $9, phase = 'Building', message = ''
 		       WHERE namespace = $1 AND name = $2`
 		args = append([]any{ns, name}, configArgs(e.Config)...)
 		args = append(args, e.Version, e.Digest, e.ZipKey, e.ContextKey, cfg, e.At)
@@ -151,7 +152,7 @@ func notifyRouteOf(ctx context.Context, tx pgx.Tx, de domain.Event, ns, name str
 
 func configArgs(c domain.FunctionConfig) []any {
 	env, _ := json.Marshal(c.EnvVars)
-	return []any{string(c.Runtime), c.Entrypoint, c.MemoryMB, c.TimeoutSec, env, c.MaxConcurrency}
+	return []any{string(c.Runtime), c.Entrypoint, c.MemoryMB, c.TimeoutSec, env, c.MaxConcurrency, c.RetrySafe}
 }
 
 // splitStream returns the namespace and name of a "<kind>:<namespace>/<name>" stream id.

@@ -109,7 +109,8 @@ func richHistory(t *testing.T, p *projected) {
 	})
 	for _, name := range []string{"api", "cron-fn", "gone"} {
 		p.fn(t, name, func(f *domain.Function) ([]domain.Event, error) {
-			return f.Create(domain.FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"MODE": name}}, now())
+			return f.Create(domain.FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"MODE": name},
+				RetrySafe: name == "cron-fn"}, now())
 		})
 	}
 	upload := func(name, digest string) {
@@ -277,6 +278,9 @@ func TestProjectionsMatchDomainFold(t *testing.T) {
 	gone, _ := p.GetFunction(ctx, p.ns, "gone")
 	if gone.Config.Runtime != domain.RuntimeNodeJS20 || gone.Phase != domain.PhasePending {
 		t.Fatalf("recreated function = %+v", gone)
+	}
+	if cronFn, _ := p.GetFunction(ctx, p.ns, "cron-fn"); !cronFn.Config.RetrySafe || api.Config.RetrySafe {
+		t.Fatalf("retry_safe: cron-fn %v, api %v; want true, false", cronFn.Config.RetrySafe, api.Config.RetrySafe)
 	}
 	if vs, _ := p.ListVersions(ctx, p.ns, "gone"); len(vs) != 0 {
 		t.Fatalf("recreated function kept old versions: %+v", vs)
