@@ -64,10 +64,8 @@ func (a account) command(ctx context.Context, path string, args ...string) *exec
 // prepareDir creates the data directory (mode 0700, as initdb wants it), hands it
 // to the account and checks that the account can reach it through every parent.
 func (a account) prepareDir(dir string) error {
-	// Parents are created enterable (0755): MkdirAll would give them the data
-	// directory's 0700, which locks the postgres user out when we are root.
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
+	if err := mkdirParents(dir); err != nil {
+		return err
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create data directory: %w", err)

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
-	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,8 +27,15 @@ const (
 // Options configures Start.
 type Options struct {
 	// Dir is the data directory (required). It is created and initialised when it
-	// does not exist (or is empty) and reused as it is otherwise.
+	// does not exist (or is empty) and reused as it is otherwise. It holds the
+	// superuser password and, except in the case described by SharedDir, the
+	// cluster's files.
 	Dir string
+	// SharedDir receives the cluster's files when the process is root and the
+	// postgres user cannot reach Dir (a parent such as /root or a `mktemp -d` is
+	// 0700): they go to SharedDir/pg-<hash of Dir's absolute path>, tied to Dir,
+	// and the password stays in Dir. Default DefaultSharedDir (/var/lib/sless).
+	SharedDir string
 	// Port is the TCP port on 127.0.0.1; 0 picks a free one at every start.
 	Port int
 	// BinDir is a directory holding initdb and postgres; empty searches PATH and
@@ -45,13 +53,20 @@ type Options struct {
 
 // Cluster is a running private PostgreSQL server owned by this process.
 type Cluster struct {
-	dir      string
+	dir      string // Options.Dir, absolute: the password
+	dataDir  string // PGDATA: dir, or a directory under Options.SharedDir
 	port     int
 	password string
 	major    int
-	cmd      *exec.Cmd
-	done     chan struct{}
-	waitErr  error
+	bins     binaries
+	acct     account
+	settings map[string]string
+
+	mu       sync.Mutex
+	proc     *process // the current (or last) postmaster
+	stopping bool
+
+	done chan struct{} // closed when the server has exited
 }
 
 // Start initialises opts.Dir if needed and starts a PostgreSQL server on it,
@@ -66,6 +81,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.SharedDir == "" {
+		opts.SharedDir = DefaultSharedDir
+	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 60 * time.Second
 	}
@@ -76,7 +94,16 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	major, err := dataDirMajor(dir)
+	dataDir, relocated, recorded, err := locate(dir, acct, opts.SharedDir)
+	if err != nil {
+		return nil, err
+	}
+	if relocated && !recorded {
+		if err := prepareRelocated(ctx, dir, dataDir); err != nil {
+			return nil, err
+		}
+	}
+	major, err := dataDirMajor(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("inspect data directory: %w", err)
 	}
@@ -84,21 +111,27 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir, major: bins.major}
+	c := &Cluster{dir: dir, dataDir: dataDir, major: bins.major, bins: bins, acct: acct,
+		settings: maps.Clone(opts.Settings), done: make(chan struct{})}
 	if major == 0 {
-		if c.password, err = initCluster(ctx, bins, acct, dir); err != nil {
+		if c.password, err = initCluster(ctx, bins, acct, dir, dataDir); err != nil {
 			return nil, err
+		}
+		if relocated {
+			if err := recordRelocation(dir, dataDir); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		if acct.other {
-			if err := acct.checkTraversable(filepath.Dir(dir)); err != nil {
+			if err := acct.checkTraversable(filepath.Dir(dataDir)); err != nil {
 				return nil, err
 			}
 		}
 		if c.password, err = readPassword(dir); err != nil {
 			return nil, err
 		}
-		if err := stopStale(ctx, dir); err != nil {
+		if err := stopStale(ctx, dataDir); err != nil {
 			return nil, err
 		}
 	}
@@ -112,8 +145,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 				return nil, err
 			}
 		}
-		err = c.start(ctx, bins, acct, opts.Settings)
+		p, err := c.launch(ctx)
 		if err == nil {
+			go func() {
+				<-p.done
+				close(c.done)
+			}()
 			return c, nil
 		}
 		if opts.Port != 0 || attempt == 2 || !errors.Is(err, errBind) {
@@ -139,8 +176,13 @@ func (c *Cluster) URL(db string) string {
 // Port returns the TCP port the server listens on.
 func (c *Cluster) Port() int { return c.port }
 
-// Dir returns the absolute data directory.
+// Dir returns the absolute data directory (Options.Dir), which holds the password.
 func (c *Cluster) Dir() string { return c.dir }
+
+// DataDir returns where the cluster's files (and its server log) live: Dir, or
+// the directory under Options.SharedDir that Dir's cluster was moved to because
+// the postgres user cannot reach Dir. Worth printing at start-up.
+func (c *Cluster) DataDir() string { return c.dataDir }
 
 // Major returns the PostgreSQL major version of the server.
 func (c *Cluster) Major() int { return c.major }

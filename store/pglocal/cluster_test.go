@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -163,16 +164,119 @@ func TestNoBinaries(t *testing.T) {
 	}
 }
 
-func TestRootNeedsTraversableParents(t *testing.T) {
+func TestRootWithClosedDataDirectory(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
-		t.Skip("only root hands the data directory to another user")
+		t.Skip("only root hands the cluster to another user")
 	}
 	skipWithoutBinaries(t)
-	closed := t.TempDir() // 0700, owned by root
-	_, err := Start(context.Background(), Options{Dir: filepath.Join(closed, "data")})
-	if err == nil || !strings.Contains(err.Error(), "cannot be entered by user postgres") {
-		t.Fatalf("got %v, want a message about the closed parent directory", err)
+	ctx := context.Background()
+	closed := t.TempDir() // like /root or a mktemp -d: the postgres user cannot enter
+	if err := os.Chmod(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(closed, "project", ".sless", "postgres")
+	opts := Options{Dir: dir, Settings: map[string]string{"fsync": "off"}}
+
+	c := start(t, opts)
+	dataDir := c.DataDir()
+	t.Cleanup(func() {
+		_ = os.RemoveAll(dataDir)
+		_ = os.Remove(dataDir + ownerSuffix)
+	})
+	if filepath.Dir(dataDir) != DefaultSharedDir || !strings.HasPrefix(filepath.Base(dataDir), "pg-") {
+		t.Fatalf("DataDir() = %s, want %s/pg-<hash>", dataDir, DefaultSharedDir)
+	}
+	if c.Dir() != dir {
+		t.Errorf("Dir() = %s, want %s", c.Dir(), dir)
+	}
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE kept AS SELECT 'yes' AS v"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	// The password stays in the closed directory, root's alone; the cluster's
+	// files are the postgres user's alone.
+	postgres, err := chooseAccount("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMode(t, dir, 0o700, 0)
+	mustMode(t, filepath.Join(dir, passwordFile), 0o600, 0)
+	mustMode(t, dataDir, 0o700, postgres.uid)
+	mustMode(t, DefaultSharedDir, 0o711, 0)
+
+	// Reused on the next start...
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := start(t, opts)
+	if again.DataDir() != dataDir {
+		t.Fatalf("restarted DataDir() = %s, want %s", again.DataDir(), dataDir)
+	}
+	if got := query(t, again.URL("postgres"), "SELECT v FROM kept"); got != "yes" {
+		t.Fatalf("after restart kept.v = %q, want yes", got)
+	}
+	// ...and replaced when the data directory is removed (with its password).
+	if err := again.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(closed, "project")); err != nil {
+		t.Fatal(err)
+	}
+	fresh := start(t, opts)
+	if fresh.DataDir() != dataDir {
+		t.Fatalf("fresh DataDir() = %s, want %s", fresh.DataDir(), dataDir)
+	}
+	if got := query(t, fresh.URL("postgres"), "SELECT (to_regclass('kept') IS NULL)::text"); got != "true" {
+		t.Fatalf("the cluster of the removed data directory survived (kept exists: %s)", got)
+	}
+}
+
+func TestSecretsArePrivate(t *testing.T) {
+	t.Parallel()
+	skipWithoutBinaries(t)
+	dir := filepath.Join(baseDir(t), "created", "data")
+	c := start(t, Options{Dir: dir, Settings: map[string]string{"fsync": "off"}})
+	owner := uint32(os.Geteuid())
+	if c.DataDir() != dir {
+		t.Fatalf("DataDir() = %s, want %s (postgres can reach it)", c.DataDir(), dir)
+	}
+	dirOwner := owner
+	if c.acct.other {
+		dirOwner = c.acct.uid // initdb wants its data directory
+	}
+	mustMode(t, dir, 0o700, dirOwner)
+	mustMode(t, filepath.Join(dir, passwordFile), 0o600, owner)
+	mustMode(t, filepath.Join(dir, logFile), 0o600, owner)
+	mustMode(t, filepath.Dir(dir), 0o711, owner) // traversed by postgres when we are root
+
+	// A password file opened up by hand is closed again at the next start.
+	if err := os.Chmod(filepath.Join(dir, passwordFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	start(t, Options{Dir: dir})
+	mustMode(t, filepath.Join(dir, passwordFile), 0o600, owner)
+}
+
+// mustMode fails unless path has permission bits perm and owner uid.
+func mustMode(tb testing.TB, path string, perm os.FileMode, uid uint32) {
+	tb.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if fi.Mode().Perm() != perm {
+		tb.Errorf("%s has mode %v, want %v", path, fi.Mode().Perm(), perm)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != uid {
+		tb.Errorf("%s is owned by uid %d, want %d", path, st.Uid, uid)
 	}
 }
 

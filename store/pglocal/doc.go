@@ -3,14 +3,24 @@
 // /usr/lib/postgresql/*/bin). It is the embedded database of `sless dev` (data kept
 // under ./.sless/) and the last-resort database of the test harness (store/pgtest).
 //
-// The cluster listens only on 127.0.0.1, opens no Unix socket, and requires a
-// password (scram-sha-256) that is generated once by initdb and kept in the data
-// directory, so other local users cannot connect by accident. A data directory is
-// reused across restarts.
+// The cluster listens only on 127.0.0.1, opens no Unix socket (so there is no
+// socket directory to reach or to secure), and requires a password
+// (scram-sha-256) that is generated once by initdb and kept in the data
+// directory, 0600, so other local users cannot connect by accident. A data
+// directory is reused across restarts.
 //
 // initdb and postgres refuse to run as root. When the process is root, pglocal runs
-// them as the `postgres` system user (or Options.User) and makes the data directory
-// theirs; every parent directory must then be traversable by that user.
+// them as the `postgres` system user (or Options.User), who owns the cluster's
+// files (0700, as initdb requires). When that user can pass through every parent
+// of the data directory, the cluster lives in it; when it cannot (the data
+// directory is under /root or a `mktemp -d`, both 0700), the cluster's files go
+// to /var/lib/sless/pg-<hash of the data directory's absolute path>
+// (Options.SharedDir; /var/lib/sless is 0711 so the postgres user can pass but not
+// list), while the password stays in the data directory, 0600 and root's, with a
+// sless.location file naming the cluster. Removing the data directory abandons
+// that cluster; the next start on the same path deletes it and begins afresh.
+// Missing parents of the data directory are created 0711 for the same reason;
+// the directories holding secrets are 0700.
 //
 // pglocal imports only the standard library and pgx.
 package pglocal

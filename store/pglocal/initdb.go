@@ -11,10 +11,10 @@ import (
 	"strings"
 )
 
-// initCluster runs initdb with a freshly generated superuser password and keeps
-// the password in the data directory for later starts.
-func initCluster(ctx context.Context, bins binaries, acct account, dir string) (string, error) {
-	if err := acct.prepareDir(dir); err != nil {
+// initCluster runs initdb on dataDir with a freshly generated superuser password
+// and keeps the password in dir (0600, ours) for later starts.
+func initCluster(ctx context.Context, bins binaries, acct account, dir, dataDir string) (string, error) {
+	if err := acct.prepareDir(dataDir); err != nil {
 		return "", err
 	}
 	password, err := newPassword()
@@ -39,12 +39,12 @@ func initCluster(ctx context.Context, bins binaries, acct account, dir string) (
 		return "", fmt.Errorf("write initdb password file: %w", err)
 	}
 	cmd := acct.command(ctx, bins.path("initdb"),
-		"-D", dir, "-U", Superuser, "-A", "scram-sha-256", "--pwfile="+pw.Name(),
+		"-D", dataDir, "-U", Superuser, "-A", "scram-sha-256", "--pwfile="+pw.Name(),
 		"-E", "UTF8", "--locale=C")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("initdb %s: %w\n%s", dir, err, tail(string(out), 20))
+		return "", fmt.Errorf("initdb %s: %w\n%s", dataDir, err, tail(string(out), 20))
 	}
-	if err := os.WriteFile(filepath.Join(dir, passwordFile), []byte(password+"\n"), 0o600); err != nil {
+	if err := writePrivate(filepath.Join(dir, passwordFile), password+"\n"); err != nil {
 		return "", fmt.Errorf("keep superuser password: %w", err)
 	}
 	return password, nil
@@ -58,13 +58,28 @@ func newPassword() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
+// writePrivate writes a file only its owner (us) may read, whatever the umask
+// and whatever mode an earlier file at path had.
+func writePrivate(path, content string) error {
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
+}
+
+// readPassword reads the superuser password kept in dir, tightening the file to
+// 0600 if someone opened it up.
 func readPassword(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, passwordFile))
+	path := filepath.Join(dir, passwordFile)
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("data directory %s was not created by sless (no %s): remove it, or choose another directory, or use DATABASE_URL", dir, passwordFile)
 	}
 	if err != nil {
 		return "", err
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm() != 0o600 {
+		_ = os.Chmod(path, 0o600)
 	}
 	return strings.TrimSpace(string(b)), nil
 }

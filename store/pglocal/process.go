@@ -2,10 +2,12 @@ package pglocal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,38 +18,74 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// start launches postgres on c.port and waits until it accepts connections.
-func (c *Cluster) start(ctx context.Context, bins binaries, acct account, settings map[string]string) error {
-	logPath := filepath.Join(c.dir, logFile)
+// process is one run of the postmaster.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the postmaster has exited
+	err  error         // its exit status; written before done is closed
+}
+
+func (p *process) signal(sig syscall.Signal) { _ = p.cmd.Process.Signal(sig) }
+
+// killGroup kills the postmaster's process group: the postmaster, and the
+// children a killed postmaster leaves behind, which hold its shared memory and
+// keep a new postmaster from starting until they notice and exit.
+func (p *process) killGroup() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
+
+// abort stops a postmaster immediately (crash-safe) and waits for it.
+func (p *process) abort() {
+	p.signal(syscall.SIGQUIT)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+	}
+	p.killGroup()
+	<-p.done
+}
+
+// launch starts postgres on c.port and waits until it accepts connections. A
+// postmaster that is not ready when ctx ends is aborted. After Stop it starts
+// nothing.
+func (c *Cluster) launch(ctx context.Context) (*process, error) {
+	logPath := filepath.Join(c.dataDir, logFile)
 	if fi, err := os.Stat(logPath); err == nil && fi.Size() > maxLogSize {
 		_ = os.Remove(logPath)
 	}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("open server log: %w", err)
+		return nil, fmt.Errorf("open server log: %w", err)
 	}
 	defer logf.Close() // the child keeps its own descriptor
 	logStart, _ := logf.Seek(0, 2)
 
-	args := []string{"-D", c.dir, "-p", strconv.Itoa(c.port),
+	args := []string{"-D", c.dataDir, "-p", strconv.Itoa(c.port),
 		"-c", "listen_addresses=127.0.0.1",
-		"-c", "unix_socket_directories=", // no socket: avoids path-length limits and other users
+		// No Unix socket, so no socket directory for the postgres user to
+		// reach (or to be too long for sun_path), and no way in for other users.
+		"-c", "unix_socket_directories=",
 	}
-	for _, k := range slices.Sorted(maps.Keys(settings)) {
-		args = append(args, "-c", k+"="+settings[k])
+	for _, k := range slices.Sorted(maps.Keys(c.settings)) {
+		args = append(args, "-c", k+"="+c.settings[k])
 	}
 	// The server must outlive the start-up context, so it is not tied to ctx.
-	cmd := acct.command(context.WithoutCancel(ctx), bins.path("postgres"), args...)
+	cmd := c.acct.command(context.WithoutCancel(ctx), c.bins.path("postgres"), args...)
 	setParentDeathSignal(cmd)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start postgres: %w", err)
+	c.mu.Lock()
+	if c.stopping {
+		c.mu.Unlock()
+		return nil, errStopped
 	}
-	c.cmd = cmd
-	c.done = make(chan struct{})
+	if err := cmd.Start(); err != nil {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	c.proc = p
+	c.mu.Unlock()
 	go func() {
-		c.waitErr = cmd.Wait()
-		close(c.done)
+		p.err = cmd.Wait()
+		close(p.done)
 	}()
 
 	failed := func(cause error) error {
@@ -55,27 +93,27 @@ func (c *Cluster) start(ctx context.Context, bins binaries, acct account, settin
 		if strings.Contains(logText, "could not bind") || strings.Contains(logText, "Address already in use") {
 			cause = fmt.Errorf("%w: %v", errBind, cause)
 		}
-		return fmt.Errorf("postgres on 127.0.0.1:%d in %s: %w\n%s", c.port, c.dir, cause, tail(logText, 20))
+		return fmt.Errorf("postgres on 127.0.0.1:%d in %s: %w\n%s", c.port, c.dataDir, cause, tail(logText, 20))
 	}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		err := c.ping(ctx)
 		if err == nil {
-			return nil
+			return p, nil
 		}
 		select {
-		case <-c.done:
-			return failed(fmt.Errorf("exited during start-up: %v", c.waitErr))
+		case <-p.done:
+			return nil, failed(fmt.Errorf("exited during start-up: %v", p.err))
 		case <-ctx.Done():
-			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = c.Stop(stopCtx)
-			cancel()
-			return failed(fmt.Errorf("not ready: %w (last attempt: %v)", ctx.Err(), err))
+			p.abort()
+			return nil, failed(fmt.Errorf("not ready: %w (last attempt: %v)", ctx.Err(), err))
 		case <-tick.C:
 		}
 	}
 }
+
+var errStopped = errors.New("cluster stopped")
 
 func (c *Cluster) ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -87,29 +125,41 @@ func (c *Cluster) ping(ctx context.Context) error {
 	return conn.Close(ctx)
 }
 
+func (c *Cluster) current() *process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proc
+}
+
 // Stop shuts the server down with PostgreSQL's "fast" mode (clients are
 // disconnected, work is checkpointed) and waits for it to exit. If ctx ends
-// first, the server is stopped immediately (crash-safe, recovered on next start).
+// first, the server is stopped immediately (crash-safe, recovered on next
+// start). Stopping a server that has exited already returns nil.
 func (c *Cluster) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	c.stopping = true
+	p := c.proc
+	c.mu.Unlock()
 	select {
 	case <-c.done:
 		return nil
 	default:
 	}
-	_ = c.cmd.Process.Signal(syscall.SIGINT)
+	p.signal(syscall.SIGINT)
 	select {
 	case <-c.done:
 		return nil
 	case <-ctx.Done():
 	}
-	_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+	p = c.current()
+	p.signal(syscall.SIGQUIT)
 	select {
 	case <-c.done:
 	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		p.killGroup()
 		<-c.done
 	}
-	return fmt.Errorf("stop postgres in %s: %w", c.dir, ctx.Err())
+	return fmt.Errorf("stop postgres in %s: %w", c.dataDir, ctx.Err())
 }
 
 // stopStale stops a server left running on dir by an earlier process that died
