@@ -194,8 +194,17 @@ func (c *cronRunWorker) Work(ctx context.Context, job *river.Job[CronRunArgs]) e
 	spec := RunSpec{Workload: st.workload, Name: fmt.Sprintf("%s-%d", a.Trigger, a.Slot.Unix()), RunID: a.Slot.Unix(), Event: event}
 	started := w.now()
 	out, err := w.run(ctx, spec)
-	if ierr := interrupted(ctx, "cron run "+a.Namespace+"/"+a.Trigger); ierr != nil {
-		return ierr
+	if why := w.interruption(ctx); why != "" {
+		// Recorded like every attempt; run again (next start) only when
+		// retry-safe, as job runs are.
+		out.ok, out.interrupted, out.message = false, why, why
+		w.recordRun(store.InvocationCron, spec, spec.Name, out, started)
+		if why == interruptedByShutdown && !st.workload.Config.RetrySafe {
+			w.log.WarnContext(ctx, "cron run interrupted by shutdown; not run again (the function is not retry-safe)",
+				"namespace", a.Namespace, "trigger", a.Trigger, "slot", a.Slot)
+			return nil
+		}
+		return fmt.Errorf("cron run %s/%s: %s: %w", a.Namespace, a.Trigger, why, ctx.Err())
 	}
 	if err != nil {
 		w.log.WarnContext(ctx, "cron run could not start", "namespace", a.Namespace, "trigger", a.Trigger,

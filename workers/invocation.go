@@ -15,6 +15,15 @@ type Recorder interface {
 	Record(store.Invocation) bool
 }
 
+// Statuses of runs that did not finish, in the invocation log's HTTP status
+// (its Error says which): StatusInterrupted for a run interrupted by a
+// shutdown (or River's timeout), StatusCancelled (nginx's "client closed
+// request") for one cancelled because its job was deleted.
+const (
+	StatusInterrupted = 503
+	StatusCancelled   = 499
+)
+
 // DefaultInvocationRetention is how long the invocation log keeps a day.
 const DefaultInvocationRetention = store.DefaultInvocationRetention
 
@@ -26,6 +35,10 @@ func (w *Workers) recordRun(kind store.TriggerKind, spec RunSpec, path string, o
 	ended := w.now()
 	status := 200
 	switch {
+	case out.interrupted == interruptedByCancel:
+		status = StatusCancelled
+	case out.interrupted != "":
+		status = StatusInterrupted
 	case out.timedOut:
 		status = 504
 	case !out.ok:

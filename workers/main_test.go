@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +23,12 @@ import (
 	"github.com/slessio/sless/workers"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childDBEnv) != "" { // a child process of TestRescue*: its database is the parent's
+		os.Exit(m.Run())
+	}
+	pgtest.Main(m)
+}
 
 // harness is one test's world: a private database (River clients of
 // parallel tests must not work each other's jobs), the API's side of the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
@@ -19,8 +20,12 @@ import (
 //	version (none built: JobFailed) → Driver.Run → JobSucceeded (last stdout
 //	line) | JobFailed (stderr; "timed out after N s"), completed in the same transaction
 //
-// A run interrupted after JobStarted (crash, stop) runs again on the version
-// it started on; once an outcome is recorded a rerun does nothing.
+// A run interrupted after JobStarted by a crash runs again on the version it
+// started on; once an outcome is recorded a rerun does nothing. A run
+// interrupted by Stop (shutdown timeout) runs again only when its function is
+// RetrySafe, otherwise it fails with "interrupted by shutdown"; a run
+// cancelled through CancelRunTx (the job was deleted) stops and is not retried.
+// Every attempt is recorded in the invocation log, interrupted ones too.
 type runJobWorker struct {
 	river.WorkerDefaults[RunJobArgs]
 	w *Workers
@@ -78,8 +83,8 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 
 	started := w.now()
 	out, err := w.run(ctx, spec)
-	if ierr := interrupted(ctx, "run "+stream); ierr != nil {
-		return ierr
+	if why := w.interruption(ctx); why != "" {
+		return w.runInterrupted(ctx, job, spec, why, out, started)
 	}
 	if err != nil {
 		if !giveUp(job.JobRow, err) {
@@ -111,11 +116,12 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 
 // runOutcome is a run's result as the job events record it.
 type runOutcome struct {
-	ok       bool
-	timedOut bool
-	result   string // the last stdout line, when ok
-	message  string // why it failed (stderr, or the timeout), when not ok
-	output   string // everything the run wrote: stdout, then stderr
+	ok          bool
+	interrupted string // why the run did not finish (runInterrupted), or ""
+	timedOut    bool
+	result      string // the last stdout line, when ok
+	message     string // why it failed (stderr, or the timeout), when not ok
+	output      string // everything the run wrote: stdout, then stderr
 }
 
 // run runs spec with the function's timeout (plus a margin for the driver to
@@ -164,4 +170,74 @@ func outcomeOf(res RunResult, timeoutSec int) runOutcome {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, " \t\r\n"), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// Why a run's context ended before its outcome: see Workers.interruption.
+const (
+	interruptedByShutdown = "interrupted by shutdown"
+	interruptedByCancel   = "cancelled"
+	interruptedByTimeout  = "interrupted"
+)
+
+// interruption says why the job's context ended, or "" while it runs: the
+// job was cancelled (CancelRunTx), Stop interrupted it, or River's timeout
+// (or a stop before the drain) ended it.
+func (w *Workers) interruption(ctx context.Context) string {
+	switch {
+	case ctx.Err() == nil:
+		return ""
+	case errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely):
+		return interruptedByCancel
+	case w.stopping.Load():
+		return interruptedByShutdown
+	}
+	return interruptedByTimeout
+}
+
+// outcomeTimeout bounds the recording of an interrupted run, whose own
+// context has ended.
+const outcomeTimeout = 10 * time.Second
+
+// runInterrupted records a job run whose context ended while it ran, and
+// decides what follows: a cancelled run is not retried and fails only when
+// its job still exists (a deleted job keeps its deletion); a run interrupted
+// by the shutdown fails with that message unless the function is RetrySafe,
+// in which case River runs it again on the next start, as after a timeout.
+func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[RunJobArgs], spec RunSpec, why string, out runOutcome, started time.Time) error {
+	a := job.Args
+	stream := domain.JobStream(a.Namespace, a.Job)
+	out.ok, out.interrupted, out.message = false, why, why
+	retry := why == interruptedByTimeout || why == interruptedByShutdown && spec.Config.RetrySafe
+	if why == interruptedByShutdown && retry {
+		out.message = why + "; it runs again on the next start (the function is retry-safe)"
+	}
+	w.recordRun(store.InvocationJob, spec, fmt.Sprintf("%s/%d", a.Job, a.RunID), out, started)
+	w.log.WarnContext(ctx, "job run "+why, "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID, "retried", retry)
+	if retry {
+		return fmt.Errorf("run %s #%d: %s: %w", stream, a.RunID, why, ctx.Err())
+	}
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
+	defer cancel()
+	_, err := w.store.Execute(octx, meta(job.Kind, job.ID), func(tx *store.Tx) error {
+		j := domain.NewJob(a.Namespace, a.Job)
+		if err := tx.Load(octx, stream, j); err != nil {
+			return err
+		}
+		if j.Exists && j.RunID == a.RunID && !j.Finished() {
+			if err := tx.Append(octx, stream, j, j.Fail(a.RunID, why, out.output, w.now())); err != nil {
+				return err
+			}
+		}
+		if why == interruptedByCancel { // River cancels the job itself
+			return nil
+		}
+		return completeTx(octx, tx.Tx, job)
+	})
+	if err != nil {
+		return err
+	}
+	if why == interruptedByCancel {
+		return river.JobCancel(fmt.Errorf("run %s #%d cancelled", stream, a.RunID))
+	}
+	return nil
 }

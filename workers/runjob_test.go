@@ -145,14 +145,17 @@ func TestJobStaleRunIsSkipped(t *testing.T) {
 	}
 }
 
-// TestJobInterruptedMidRunRunsAgainOnce stops the workers while the run is in
-// the driver; new workers run it again and record one start and one outcome.
+// TestJobInterruptedMidRunRunsAgainOnce stops the workers while the run (of
+// a retry-safe function) is in the driver; new workers run it again and
+// record one start and one outcome.
 func TestJobInterruptedMidRunRunsAgainOnce(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
 	started := make(chan struct{}, 1)
 	first := h.start()
-	h.readyFunction("fn", pySpec)
+	spec := pySpec
+	spec.RetrySafe = true
+	h.readyFunction("fn", spec)
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
 		d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
 			if len(d.runsNamed(func(x workers.RunSpec) bool { return x.Name == r.Name })) == 1 {

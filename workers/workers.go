@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,6 +25,8 @@ const (
 	DefaultBuildWorkers   = 2
 	DefaultRolloutWorkers = 10
 	DefaultRunWorkers     = 20
+	// DefaultShutdownTimeout is how long Stop lets running jobs finish.
+	DefaultShutdownTimeout = 15 * time.Second
 )
 
 // runMargin is added to a function's timeout for a run's River timeout: the
@@ -74,6 +77,14 @@ type Config struct {
 	// InvocationRetention is how long the invocation log keeps a day (its
 	// daily partitions are dropped after). Default DefaultInvocationRetention.
 	InvocationRetention time.Duration
+	// ShutdownTimeout is how long Stop lets running jobs finish before it
+	// interrupts them (SLESS_SHUTDOWN_TIMEOUT). An interrupted job run is run
+	// again on the next start only when its function is RetrySafe; otherwise
+	// it fails with "interrupted by shutdown". Default DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// RescueInterval is how often the leader moves the jobs of dead processes
+	// back to work (see liveness.go). Default DefaultRescueInterval.
+	RescueInterval time.Duration
 	// Logger receives the workers' logs, and River's from level Warn up
 	// (River reports job counts at Info every few seconds, which the cron
 	// ticks would turn into steady noise). Default slog.Default().
@@ -90,6 +101,10 @@ type Workers struct {
 	scheduler Scheduler // nil: the leader fires cron slots through Driver.Run
 	deleter   CodeDeleter
 	log       *slog.Logger
+	live      *liveness
+	// stopping is set when Stop gives up waiting and cancels the running
+	// jobs: a job whose context ends then was interrupted by the shutdown.
+	stopping atomic.Bool
 }
 
 // New creates the River client of the process on pool with a worker for
@@ -128,6 +143,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 			QueueRuns:     {MaxWorkers: cfg.RunWorkers},
 			QueueDefault:  {MaxWorkers: 2},
 		},
+		ID:                          newClientID(),
 		Workers:                     ws,
 		JobTimeout:                  rolloutTimeout,
 		RescueStuckJobsAfter:        cfg.longestTimeout() + 15*time.Minute,
@@ -165,6 +181,12 @@ func (c *Config) defaults() error {
 	}
 	if c.CronCatchUp >= completedRetention-time.Hour {
 		return domain.Errorf(domain.EINVALID, "workers: CronCatchUp %s must be below %s", c.CronCatchUp, completedRetention-time.Hour)
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.RescueInterval <= 0 {
+		c.RescueInterval = DefaultRescueInterval
 	}
 	if c.BuildTimeout <= 0 {
 		c.BuildTimeout = DefaultBuildTimeout
@@ -206,26 +228,65 @@ func (w *Workers) Client() *river.Client[pgx.Tx] { return w.client }
 // Store returns the Store the workers append their outcomes with.
 func (w *Workers) Store() *store.Store { return w.store }
 
-// Start starts working jobs (and, on the elected leader, the cron enqueuer)
-// until Stop or until ctx is cancelled.
+// ClientID returns the River client's ID, unique to this process: the
+// attempted_by of the jobs it works and the key of its liveness lock.
+func (w *Workers) ClientID() string { return w.client.ID() }
+
+// Start takes the process's liveness lock (see liveness.go), moves the jobs
+// of dead processes (a previous run of this one included) back to work, and
+// starts working jobs (and, on the elected leader, the cron enqueuer and the
+// rescue of dead processes' jobs) until Stop; ctx bounds the start only
+// (cancelling it does not stop the work, so a signal never skips the drain).
+// The liveness lock takes one connection outside the pool.
 //
 // Errors: EUNAVAILABLE when the database cannot be reached; EINTERNAL otherwise.
 func (w *Workers) Start(ctx context.Context) error {
-	if err := w.client.Start(ctx); err != nil {
+	w.stopping.Store(false)
+	live := &liveness{cfg: w.pool.Config().ConnConfig, id: w.client.ID(), w: w}
+	if err := live.acquire(ctx); err != nil {
+		return err
+	}
+	if _, err := w.rescue(ctx, false); err != nil {
+		live.release(ctx)
+		return err
+	}
+	// Only Stop ends the work: River would cancel the running jobs at once
+	// when the caller's (signal) context ends, with no drain.
+	if err := w.client.Start(context.WithoutCancel(ctx)); err != nil {
+		live.release(ctx)
 		return domain.Errorf(domain.EUNAVAILABLE, "workers: start River: %v", err)
 	}
+	live.stop, live.done = make(chan struct{}), make(chan struct{})
+	go live.keep(w.cfg.RescueInterval)
+	w.live = live
 	return nil
 }
 
-// Stop stops fetching jobs and waits for running ones until ctx is done; then
-// it cancels those still running (they are retried on the next start, without
-// losing an attempt) and waits up to 30 seconds for them to return.
+// Stop stops fetching jobs and lets running ones finish for up to
+// Config.ShutdownTimeout (or until ctx is done, if sooner); then it cancels
+// those still running and waits up to 30 seconds for them to return. A job
+// run cancelled so is recorded in the invocation log as interrupted and is
+// run again on the next start only when its function is RetrySafe (otherwise
+// it fails with "interrupted by shutdown"); builds and rollouts are simply
+// worked again. Last it releases the liveness lock. Stop the workers before
+// the invocation Recorder, so the interrupted runs' records are written.
 //
 // Errors: EUNAVAILABLE when running jobs did not return in time.
 func (w *Workers) Stop(ctx context.Context) error {
-	if err := w.client.Stop(ctx); err == nil {
+	defer func() {
+		if w.live != nil {
+			w.live.release(context.WithoutCancel(ctx))
+			w.live = nil
+		}
+	}()
+	dctx, dcancel := context.WithTimeout(ctx, w.cfg.ShutdownTimeout)
+	err := w.client.Stop(dctx)
+	dcancel()
+	if err == nil {
 		return nil
 	}
+	w.stopping.Store(true)
+	w.log.Warn("workers: running jobs did not finish within the shutdown timeout; interrupting them", "shutdown_timeout", w.cfg.ShutdownTimeout)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := w.client.StopAndCancel(cctx); err != nil && !errors.Is(err, context.Canceled) {

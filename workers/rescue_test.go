@@ -1,0 +1,171 @@
+package workers_test
+
+import (
+	"bufio"
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/workers"
+)
+
+// childDBEnv carries the parent test's database URL to a child process that
+// runs TestRescueChildProcess: workers whose job runs block until the parent
+// kills the process with SIGKILL.
+const childDBEnv = "SLESS_WORKERS_TEST_CHILD_DB"
+
+// TestRescueChildProcess is not a test of its own: run by TestRescue* in a
+// child process, it starts workers on the parent's database, prints its River
+// client ID and works jobs until it is killed; every job run blocks.
+func TestRescueChildProcess(t *testing.T) {
+	url := os.Getenv(childDBEnv)
+	if url == "" {
+		t.Skip("only run as the child process of TestRescue*")
+	}
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newScriptedDriver()
+	d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
+		<-ctx.Done()
+		return workers.RunResult{}, ctx.Err()
+	}
+	w, err := workers.New(pool, workers.Config{Driver: d, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("client_id=" + w.ClientID() + "\n")
+	select {} // until SIGKILL
+}
+
+// TestRescueAfterKill9 runs a job in a child process, kills the process with
+// SIGKILL mid-run and checks that the job runs again within seconds (River
+// alone would wait 45 minutes): on a replica that was running all along
+// (the leader's periodic rescue, the dead process having been the leader),
+// and on a process started after the kill (the rescue at start).
+func TestRescueAfterKill9(t *testing.T) {
+	t.Parallel()
+	for _, replicaFirst := range []bool{true, false} {
+		name := "restart"
+		if replicaFirst {
+			name = "running replica"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := setup(t)
+			first := h.start()
+			h.readyFunction("fn", pySpec)
+			if err := first.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			h.createJob("crash", "fn", scriptedRun{Stdout: "done\n"}, 1)
+			child, id := startChild(t, h.pool.Config().ConnString())
+			h.eventually(30*time.Second, func() error {
+				if n := h.count(`SELECT count(*) FROM river_job WHERE kind = 'run_job' AND state = 'running'
+					AND attempted_by[cardinality(attempted_by)] = $1`, id); n != 1 {
+					return errorf("the child %s has not taken the run yet", id)
+				}
+				return nil
+			})
+
+			var mu sync.Mutex
+			var rerunAt time.Time
+			h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
+				d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
+					mu.Lock()
+					if rerunAt.IsZero() {
+						rerunAt = time.Now()
+					}
+					mu.Unlock()
+					return workers.RunResult{Stdout: "done\n"}, nil
+				}
+			})
+			if replicaFirst {
+				h.start()
+			}
+			killed := time.Now()
+			if err := child.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = child.Wait()
+			if !replicaFirst {
+				h.start()
+			}
+			h.eventually(30*time.Second, func() error {
+				if j := h.job("crash"); j.Phase != domain.JobPhaseSucceeded {
+					return errorf("job %s %q", j.Phase, j.Message)
+				}
+				return nil
+			})
+			mu.Lock()
+			t.Logf("kill -9 to the run running again: %s", rerunAt.Sub(killed).Round(time.Millisecond))
+			mu.Unlock()
+			stream := domain.JobStream(h.ns, "crash")
+			if n := h.events(stream, domain.EventJobSucceeded); n != 1 {
+				t.Fatalf("%d JobSucceeded events, want 1", n)
+			}
+			if runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "crash" }); len(runs) != 1 || runs[0].Version != 1 {
+				t.Fatalf("runs here = %+v; want one rerun on v1", runs)
+			}
+			if len(h.logs.lines("rescued a job of a dead process", id)) == 0 {
+				t.Fatalf("no rescue of %s logged", id)
+			}
+		})
+	}
+}
+
+// startChild starts TestRescueChildProcess on database url and returns the
+// process and its River client ID.
+func startChild(t *testing.T, url string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRescueChildProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childDBEnv+"="+url)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("child stderr:\n%s", stderr.String())
+		}
+	})
+	ids := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "client_id="); ok {
+				ids <- id
+			}
+		}
+		close(ids)
+	}()
+	select {
+	case id, ok := <-ids:
+		if !ok {
+			t.Fatalf("the child exited without starting: %s", stderr.String())
+		}
+		return cmd, id
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the child did not start: %s", stderr.String())
+	}
+	return nil, ""
+}
