@@ -490,3 +490,75 @@ func TestTruncate(t *testing.T) {
 		t.Fatal("short strings stay")
 	}
 }
+
+// built folds an upload of digest and its successful build into f, returning the version.
+func built(t *testing.T, f *Function, digest string) int {
+	t.Helper()
+	evs, n, err := f.Upload(Code{Digest: digest, ZipKey: "zip/" + digest, ContextKey: "ctx/" + digest}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fold(f, evs)
+	fold(f, must(t)(f.SucceedBuild(n, "img:"+digest, "", t0)))
+	return n
+}
+
+func TestFunctionRollbackBringsBackItsConfig(t *testing.T) {
+	t.Parallel()
+	f := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	built(t, f, "sha256:a")
+	fold(f, must(t)(f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 512}, t0)))
+	built(t, f, "sha256:b") // v3: code b at 512 MiB
+	if f.ActiveVersion != 3 || f.Config.MemoryMB != 512 {
+		t.Fatalf("before rollback: active %d, %+v", f.ActiveVersion, f.Config)
+	}
+
+	fold(f, must(t)(f.Rollback(1, t0)))
+	if f.Config.MemoryMB != DefaultMemoryMB {
+		t.Fatalf("after rollback to v1 the config is %+v, want v1's (%d MiB)", f.Config, DefaultMemoryMB)
+	}
+	// A config change now carries on the active code (a), not the code rolled
+	// back from (b): its build is reused, active at once.
+	evs := must(t)(f.UpdateConfig(FunctionSpec{Runtime: "python3.11", TimeoutSec: 60}, t0))
+	fold(f, evs)
+	v, _ := f.Latest()
+	if types(evs) != "function.config_updated,version.created,build.succeeded,version.activated" ||
+		v.Digest != "sha256:a" || v.Config.MemoryMB != DefaultMemoryMB || v.Config.TimeoutSec != 60 || f.ActiveVersion != v.Number {
+		t.Fatalf("config change after rollback = %s, v%d %+v", types(evs), v.Number, v)
+	}
+}
+
+func TestFunctionUploadComparesWithTheActiveVersion(t *testing.T) {
+	t.Parallel()
+	f := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	built(t, f, "sha256:a")
+	built(t, f, "sha256:b")
+	fold(f, must(t)(f.Rollback(1, t0)))
+
+	// Identical to the active version (not the latest): nothing, the active one.
+	evs, n, err := f.Upload(Code{Digest: "sha256:a"}, t0)
+	if err != nil || len(evs) != 0 || n != 1 {
+		t.Fatalf("upload identical to the active version = %s v%d %v, want nothing and v1", types(evs), n, err)
+	}
+	// Identical to an older, non-active version: a new one reusing its build.
+	evs, n, _ = f.Upload(Code{Digest: "sha256:b"}, t0)
+	if n != 3 || types(evs) != "version.created,build.succeeded,version.activated" {
+		t.Fatalf("upload identical to v2 = %s v%d, want v3 reusing v2's build", types(evs), n)
+	}
+	fold(f, evs)
+	if v, _ := f.Version(3); v.Image != "img:sha256:b" || f.ActiveVersion != 3 {
+		t.Fatalf("v3 = %+v, active %d", v, f.ActiveVersion)
+	}
+}
+
+func TestFunctionBuildKeepsALaterRuntimeChange(t *testing.T) {
+	t.Parallel()
+	f := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	evs, n, _ := f.Upload(Code{Digest: "sha256:py"}, t0)
+	fold(f, evs)
+	fold(f, must(t)(f.UpdateConfig(FunctionSpec{Runtime: "nodejs20"}, t0))) // waits for code
+	fold(f, must(t)(f.SucceedBuild(n, "img:py", "", t0)))
+	if f.ActiveVersion != 1 || f.Config.Runtime != RuntimeNodeJS20 {
+		t.Fatalf("after the python build: active %d, runtime %s; the change to nodejs20 must stay for the next upload", f.ActiveVersion, f.Config.Runtime)
+	}
+}

@@ -99,8 +99,16 @@ type BuildFailed struct {
 	At      time.Time `json:"at"`
 }
 
+// Reasons of a VersionActivated.
+const (
+	ActivationBuild    = "build"    // the newest version was built (or reused a build)
+	ActivationRollback = "rollback" // a user made an older version active again
+)
+
 // VersionActivated records that a version became the one triggers run.
-// From is 0 when no version was active before. Reason is "build" or "rollback".
+// From is 0 when no version was active before. Reason is ActivationBuild or
+// ActivationRollback; a rollback also makes the version's configuration the
+// function's.
 type VersionActivated struct {
 	Version int       `json:"version"`
 	From    int       `json:"from"`

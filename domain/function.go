@@ -126,9 +126,12 @@ type Version struct {
 // Function is the aggregate of a function and its versions, folded from its stream.
 // A deleted function has Exists false; its stream goes on if the name is reused.
 type Function struct {
-	Namespace     string
-	Name          string
-	Exists        bool
+	Namespace string
+	Name      string
+	Exists    bool
+	// Config is the configuration a GET shows, a PUT merges over and an
+	// upload snapshots: the active version's, or a newer one's while that
+	// version is being built (or failed), or a runtime change awaiting code.
 	Config        FunctionConfig
 	Versions      []Version
 	ActiveVersion int
@@ -195,6 +198,13 @@ func (f *Function) Apply(ev Event) {
 	case VersionActivated:
 		f.ActiveVersion = e.Version
 		f.Phase, f.Message = PhaseReady, ""
+		// A rollback brings back the version's configuration, so what a GET
+		// shows and a PUT merges over is what runs. A build activates the
+		// newest version, whose configuration is already the function's
+		// unless a runtime change (which waits for code) came after it.
+		if v := f.version(e.Version); v != nil && e.Reason == ActivationRollback {
+			f.Config = v.Config
+		}
 	case RolloutCompleted:
 		if e.Version == f.ActiveVersion {
 			f.Endpoint = e.Endpoint
@@ -227,11 +237,11 @@ func (f *Function) Create(spec FunctionSpec, now time.Time) ([]Event, error) {
 }
 
 // UpdateConfig returns the events of a configuration change: the new config and,
-// when code for the same runtime exists, a new version that reuses the latest
-// code. A runtime change creates no version: the stored code (and its build
-// context) is for the old runtime, so the next upload makes the version while
-// the active one keeps running. Identical configuration yields no events.
-// Returns ENOTFOUND or EINVALID.
+// when code for the same runtime exists, a new version that reuses the current
+// code (currentCode). A runtime change creates no version: the stored code (and
+// its build context) is for the old runtime, so the next upload makes the
+// version while the active one keeps running. Identical configuration yields
+// no events. Returns ENOTFOUND or EINVALID.
 func (f *Function) UpdateConfig(spec FunctionSpec, now time.Time) ([]Event, error) {
 	if err := f.mustExist(); err != nil {
 		return nil, err
@@ -244,10 +254,25 @@ func (f *Function) UpdateConfig(spec FunctionSpec, now time.Time) ([]Event, erro
 		return nil, nil
 	}
 	evs := []Event{FunctionConfigUpdated{Config: cfg, At: now}}
-	if latest, ok := f.Latest(); ok && latest.Config.Runtime == cfg.Runtime {
-		evs = append(evs, f.newVersion(latest.Digest, latest.ZipKey, latest.ContextKey, cfg, now)...)
+	if cur, ok := f.currentCode(); ok && cur.Config.Runtime == cfg.Runtime {
+		evs = append(evs, f.newVersion(cur.Digest, cur.ZipKey, cur.ContextKey, cfg, now)...)
 	}
 	return evs, nil
+}
+
+// currentCode is the version whose code a configuration change carries on:
+// the newest, built or not, except after a rollback (the newest is built but
+// not active), when it is the active one, so the change does not bring back
+// the code rolled back from.
+func (f *Function) currentCode() (Version, bool) {
+	latest, ok := f.Latest()
+	if !ok {
+		return Version{}, false
+	}
+	if active, ok := f.Version(f.ActiveVersion); ok && latest.BuildStatus == BuildStatusSucceeded {
+		return active, true
+	}
+	return latest, true
 }
 
 // Code names uploaded code in object storage by its content digest.
@@ -259,12 +284,19 @@ type Code struct {
 
 // Upload returns the events of new code: a version, and when the same code is
 // already built, its build outcome and activation. Code and config identical to
-// the latest version yield no events and that version's number. Returns ENOTFOUND.
+// the active version yield no events and the active version's number; so do
+// code and config identical to the newest version while its build is queued,
+// running or failed (one build per version). Identical to any other built
+// version, the new version reuses its build. Returns ENOTFOUND.
 func (f *Function) Upload(code Code, now time.Time) ([]Event, int, error) {
 	if err := f.mustExist(); err != nil {
 		return nil, 0, err
 	}
-	if latest, ok := f.Latest(); ok && latest.Digest == code.Digest && latest.Config.Equal(f.Config) {
+	if active, ok := f.Version(f.ActiveVersion); ok && active.Digest == code.Digest && active.Config.Equal(f.Config) {
+		return nil, active.Number, nil
+	}
+	if latest, ok := f.Latest(); ok && latest.BuildStatus != BuildStatusSucceeded &&
+		latest.Digest == code.Digest && latest.Config.Equal(f.Config) {
 		return nil, latest.Number, nil
 	}
 	evs := f.newVersion(code.Digest, code.ZipKey, code.ContextKey, f.Config, now)
@@ -281,7 +313,7 @@ func (f *Function) newVersion(digest, zipKey, ctxKey string, cfg FunctionConfig,
 		if v.Digest == digest && v.BuildStatus == BuildStatusSucceeded && v.Config.Runtime == cfg.Runtime && v.Config.Entrypoint == cfg.Entrypoint {
 			return append(evs,
 				BuildSucceeded{Version: n, Image: v.Image, Log: "reused the build of version " + strconv.Itoa(v.Number), At: now},
-				VersionActivated{Version: n, From: f.ActiveVersion, Reason: "build", At: now})
+				VersionActivated{Version: n, From: f.ActiveVersion, Reason: ActivationBuild, At: now})
 		}
 	}
 	return evs
@@ -318,7 +350,7 @@ func (f *Function) SucceedBuild(n int, image, log string, now time.Time) ([]Even
 	}
 	evs := []Event{BuildSucceeded{Version: n, Image: image, Log: log, At: now}}
 	if n == len(f.Versions) && f.ActiveVersion != n {
-		evs = append(evs, VersionActivated{Version: n, From: f.ActiveVersion, Reason: "build", At: now})
+		evs = append(evs, VersionActivated{Version: n, From: f.ActiveVersion, Reason: ActivationBuild, At: now})
 	}
 	return evs, nil
 }
@@ -350,7 +382,7 @@ func (f *Function) Rollback(n int, now time.Time) ([]Event, error) {
 	if f.ActiveVersion == n {
 		return nil, nil
 	}
-	return []Event{VersionActivated{Version: n, From: f.ActiveVersion, Reason: "rollback", At: now}}, nil
+	return []Event{VersionActivated{Version: n, From: f.ActiveVersion, Reason: ActivationRollback, At: now}}, nil
 }
 
 // CompleteRollout records that the driver serves version n at endpoint; a repeat yields nothing.

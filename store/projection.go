@@ -74,6 +74,13 @@ func Project(ctx context.Context, tx pgx.Tx, ev Event) error {
 		sql = `WITH a AS (INSERT INTO activations (position, namespace, function, version, from_version, reason, actor, activated_at)
 		                  VALUES ($4, $1, $2, $3, $5, $6, $7, $8))
 		       UPDATE functions SET active_version = $3, phase = 'Ready', message = '' WHERE namespace = $1 AND name = $2`
+		if e.Reason == domain.ActivationRollback { // the version's configuration comes back (domain.Function.Apply)
+			sql = `WITH a AS (INSERT INTO activations (position, namespace, function, version, from_version, reason, actor, activated_at)
+			                  VALUES ($4, $1, $2, $3, $5, $6, $7, $8))
+			       UPDATE functions f SET active_version = $3, phase = 'Ready', message = '',` + versionConfigSet + `
+			       FROM (VALUES (1)) one LEFT JOIN function_versions v ON v.namespace = $1 AND v.function = $2 AND v.version = $3
+			       WHERE f.namespace = $1 AND f.name = $2`
+		}
 		args = []any{ns, name, e.Version, ev.Position, e.From, e.Reason, ev.Metadata.Actor, e.At}
 	case domain.RolloutCompleted:
 		sql = `UPDATE functions SET endpoint = $4,
@@ -149,6 +156,18 @@ func notifyRouteOf(ctx context.Context, tx pgx.Tx, de domain.Event, ns, name str
 	}
 	return nil
 }
+
+// versionConfigSet sets the configuration columns of functions f from the
+// config snapshot of version v, as configArgs would from the domain value
+// (omitted zero values included); a missing version leaves them as they are.
+const versionConfigSet = `
+	runtime         = coalesce(v.config->>'runtime', f.runtime),
+	entrypoint      = coalesce(v.config->>'entrypoint', f.entrypoint),
+	memory_mb       = coalesce((v.config->>'memory_mb')::int, f.memory_mb),
+	timeout_sec     = coalesce((v.config->>'timeout_sec')::int, f.timeout_sec),
+	env_vars        = coalesce(v.config->'env_vars', f.env_vars),
+	max_concurrency = CASE WHEN v.config IS NULL THEN f.max_concurrency ELSE coalesce((v.config->>'max_concurrency')::int, 0) END,
+	retry_safe      = CASE WHEN v.config IS NULL THEN f.retry_safe ELSE coalesce((v.config->>'retry_safe')::boolean, false) END`
 
 func configArgs(c domain.FunctionConfig) []any {
 	env, _ := json.Marshal(c.EnvVars)

@@ -257,7 +257,8 @@ func TestProjectionsMatchDomainFold(t *testing.T) {
 		}
 	}
 	api, _ := p.GetFunction(ctx, p.ns, "api")
-	if api.ActiveVersion != 1 || api.Phase != domain.PhaseFailed || api.Config.MemoryMB != 256 {
+	// Rolled back to version 1: its configuration (128 MiB), not version 4's 256.
+	if api.ActiveVersion != 1 || api.Phase != domain.PhaseFailed || api.Config.MemoryMB != 128 {
 		t.Fatalf("api = %+v", api)
 	}
 	acts, _ := p.ListActivations(ctx, p.ns, "api")
