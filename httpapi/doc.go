@@ -20,8 +20,9 @@
 // by one Echo HTTPErrorHandler (errors.go); only internal errors are logged.
 //
 // Status conventions: creates answer 201 (409 when the name exists, the
-// existing object readable by GET); deletes 204; an upload that queues a build
-// 202 (200 when identical to the latest version); a job whose run_id grows 202.
+// existing object readable by GET); deletes 204; an upload that makes a
+// version, or queues again the lost build of the identical newest one, 202
+// (200 when identical to the active version); a job whose run_id grows 202.
 // A trigger or job naming a function that does not exist is 422 with field
 // "function": the request is well-formed, the URL right, but it refers to
 // nothing.

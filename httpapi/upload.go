@@ -28,9 +28,12 @@ func (s *Server) registerUploadRoutes(g *echo.Group) {
 // upload serves POST /v1/namespaces/{ns}/functions/{name}/upload, multipart
 // field "code" holding a zip: it is validated, stored in S3 (zip and build
 // context) and recorded as a new version whose build is queued (202). Code
-// and configuration identical to the latest version make no new version
-// (200 with that version). A body over the limit is 413 without reading the
-// rest; a bad zip is 400, a zip bomb 413, an unknown function 404.
+// and configuration identical to the active version make no new version
+// (200 with the active version); so do code and configuration identical to
+// the newest version while it waits for its build or failed it (200 with that
+// version, or 202 when its build job was lost and is queued again). A body
+// over the limit is 413 without reading the rest; a bad zip is 400, a zip
+// bomb 413, an unknown function 404.
 func (s *Server) upload(c echo.Context) error {
 	ns, name := c.Param("ns"), c.Param("name")
 	ctx := c.Request().Context()
@@ -60,21 +63,22 @@ func (s *Server) upload(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, active, created, err := s.recordUpload(c, current.Config.Runtime, zip, files)
+	v, active, queued, err := s.recordUpload(c, current.Config.Runtime, zip, files)
 	if err != nil {
 		return err
 	}
 	status := http.StatusAccepted
-	if !created {
+	if !queued {
 		status = http.StatusOK
 	}
 	return c.JSON(status, newVersionView(v, active, false))
 }
 
 // recordUpload stores validated code for a function whose runtime was read
-// as runtime, and records it as a new version unless it is identical to the
-// latest. It returns the version, the active version number and whether a
-// version was created.
+// as runtime, and records it as a new version unless domain.Function.Upload
+// finds an identical one. It returns the version, the active version number
+// and whether anything was queued: a new version, or the build of the
+// identical one again (requeueLostBuild).
 func (s *Server) recordUpload(c echo.Context, runtime domain.Runtime, zip []byte, files []codestore.File) (domain.Version, int, bool, error) {
 	ns, name := c.Param("ns"), c.Param("name")
 	ctx := c.Request().Context()
@@ -85,7 +89,9 @@ func (s *Server) recordUpload(c echo.Context, runtime domain.Runtime, zip []byte
 	now := s.now()
 	var f *domain.Function
 	var number int
+	var requeued bool
 	evs, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
+		requeued = false
 		f = domain.NewFunction(ns, name)
 		if err := tx.Load(ctx, domain.FunctionStream(ns, name), f); err != nil {
 			return err
@@ -99,13 +105,17 @@ func (s *Server) recordUpload(c echo.Context, runtime domain.Runtime, zip []byte
 			return err
 		}
 		number = n
+		if len(evs) == 0 {
+			requeued, err = requeueLostBuild(c, tx, f, n)
+			return err
+		}
 		return appendFunction(c, tx, f, evs)
 	})
 	if err != nil {
 		return domain.Version{}, 0, false, err
 	}
 	v, _ := f.Version(number)
-	return v, f.ActiveVersion, len(evs) > 0, nil
+	return v, f.ActiveVersion, len(evs) > 0 || requeued, nil
 }
 
 // readZip returns the "code" part of a multipart body, refusing (ETOOLARGE)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/workers"
 )
 
 // configView is the configuration snapshot of a version.
@@ -124,8 +125,10 @@ func (s *Server) getVersion(c echo.Context) error {
 
 // rollback serves POST /v1/namespaces/{ns}/functions/{name}/rollback
 // {"version": n}: version n, which must have been built successfully (422
-// otherwise, 404 when unknown), becomes active again without a rebuild; a
-// rollout is queued. It answers the function (200).
+// otherwise, 404 when unknown), becomes active again without a rebuild, with
+// its configuration; a rollout is queued. It answers the function (200). A
+// version still waiting for a build whose job was lost has it queued again
+// instead (202; roll back once it is built).
 func (s *Server) rollback(c echo.Context) error {
 	var req rollbackRequest
 	if err := decodeJSON(c, &req); err != nil {
@@ -138,9 +141,14 @@ func (s *Server) rollback(c echo.Context) error {
 	ctx := c.Request().Context()
 	now := s.now()
 	var f *domain.Function
+	var requeued bool
 	_, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
 		f = domain.NewFunction(ns, name)
 		if err := tx.Load(ctx, domain.FunctionStream(ns, name), f); err != nil {
+			return err
+		}
+		var err error
+		if requeued, err = requeueLostBuild(c, tx, f, req.Version); err != nil || requeued {
 			return err
 		}
 		evs, err := f.Rollback(req.Version, now)
@@ -152,5 +160,19 @@ func (s *Server) rollback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if requeued {
+		return c.JSON(http.StatusAccepted, newFunctionView(*f))
+	}
 	return c.JSON(http.StatusOK, newFunctionView(*f))
+}
+
+// requeueLostBuild queues the build of version n of f again when the version
+// still waits for one (Queued or Building) but no build job will run it: the
+// job was discarded, cancelled or deleted, so nothing else ever would. It
+// reports whether it queued one; a build under way is left alone.
+func requeueLostBuild(c echo.Context, tx *store.Tx, f *domain.Function, n int) (bool, error) {
+	if !f.NeedsBuild(n) {
+		return false, nil
+	}
+	return tx.Requeue(c.Request().Context(), workers.BuildArgs{Namespace: f.Namespace, Function: f.Name, Version: n})
 }

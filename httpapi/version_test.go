@@ -1,7 +1,11 @@
 package httpapi_test
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	"github.com/slessio/sless/domain"
 )
 
 type versionsAnswer struct {
@@ -133,5 +137,144 @@ func TestConfigChangeWithCodeMakesAVersion(t *testing.T) {
 	c.do("PUT", c.p("/functions/cfg"), map[string]any{"entrypoint": "handler.other"}).want(200)
 	if n := f.countJobs("build", c.ns, "function", "cfg", "version", "3"); n != 1 {
 		t.Fatal("no build queued for the entrypoint change")
+	}
+}
+
+func TestRollbackShowsTheActiveVersionsConfig(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	c.createFunction("fn")
+	c.upload("fn", handlerZip(t, "1")).want(202)
+	f.build(c.ns, "fn", 1, "")
+	if fn := c.do("PUT", c.p("/functions/fn"), map[string]any{"memory_mb": 512}).want(200).obj(); fn["active_version"] != 2.0 {
+		t.Fatalf("after PUT: %v", fn)
+	}
+
+	fn := c.do("POST", c.p("/functions/fn/rollback"), map[string]any{"version": 1}).want(200).obj()
+	if fn["active_version"] != 1.0 || fn["memory_mb"] != 128.0 {
+		t.Fatalf("rollback answered %v, want version 1's memory_mb 128", fn)
+	}
+	if fn := c.do("GET", c.p("/functions/fn"), nil).want(200).obj(); fn["memory_mb"] != 128.0 {
+		t.Fatalf("GET after rollback: %v, want version 1's memory_mb 128", fn)
+	}
+	// A PUT merges over the active configuration, with the active code.
+	fn = c.do("PUT", c.p("/functions/fn"), map[string]any{"timeout_sec": 60}).want(200).obj()
+	if fn["memory_mb"] != 128.0 || fn["timeout_sec"] != 60.0 || fn["active_version"] != 3.0 {
+		t.Fatalf("PUT after rollback: %v, want 128 MiB, 60 s, version 3", fn)
+	}
+	one := c.do("GET", c.p("/functions/fn/versions/3"), nil).want(200).obj()
+	v1 := c.do("GET", c.p("/functions/fn/versions/1"), nil).want(200).obj()
+	if one["digest"] != v1["digest"] || one["image"] != "image:v1" || one["build_status"] != "Succeeded" {
+		t.Fatalf("version 3 %v, want version 1's code and build", one)
+	}
+	if n := f.countJobs("build", c.ns, "function", "fn"); n != 1 {
+		t.Fatalf("%d builds, want 1", n)
+	}
+}
+
+func TestUploadIdenticalToTheActiveVersion(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	c.createFunction("fn")
+	c.upload("fn", handlerZip(t, "1")).want(202)
+	f.build(c.ns, "fn", 1, "")
+	c.upload("fn", handlerZip(t, "2")).want(202)
+	f.build(c.ns, "fn", 2, "")
+	c.do("POST", c.p("/functions/fn/rollback"), map[string]any{"version": 1}).want(200)
+
+	// Identical to the active version 1 (not the latest): 200 with it, nothing new.
+	v := c.upload("fn", handlerZip(t, "1")).want(200).obj()
+	if v["version"] != 1.0 || v["active"] != true {
+		t.Fatalf("upload identical to the active version answered %v, want version 1", v)
+	}
+	var vs versionsAnswer
+	c.do("GET", c.p("/functions/fn/versions"), nil).want(200).decode(&vs)
+	if len(vs.Versions) != 2 || vs.ActiveVersion != 1 || f.countJobs("build", c.ns, "function", "fn") != 2 {
+		t.Fatalf("an upload identical to the active version changed something: %+v", vs)
+	}
+	// Identical to version 2, not active: a new version reusing its build.
+	v = c.upload("fn", handlerZip(t, "2")).want(202).obj()
+	if v["version"] != 3.0 || v["build_status"] != "Succeeded" || v["image"] != "image:v2" || v["active"] != true {
+		t.Fatalf("upload identical to version 2 answered %v, want version 3 reusing its build", v)
+	}
+	if n := f.countJobs("build", c.ns, "function", "fn"); n != 2 {
+		t.Fatalf("%d builds, want 2: version 3 reuses version 2's", n)
+	}
+}
+
+// unfinishedBuilds counts the build jobs of version n that will still run.
+func (f *fixture) unfinishedBuilds(ns, function string, n int) int {
+	f.t.Helper()
+	var count int
+	err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'build'
+		AND args @> jsonb_build_object('namespace', $1::text, 'function', $2::text, 'version', $3::int)
+		AND state IN ('available', 'scheduled', 'retryable', 'running', 'pending')`, ns, function, n).Scan(&count)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return count
+}
+
+// loseBuild makes the build jobs of version n as good as gone: sql is run on
+// them (a DELETE, or an UPDATE to a final state).
+func (f *fixture) loseBuild(ns, function string, n int, sql string) {
+	f.t.Helper()
+	_, err := f.pool.Exec(context.Background(), sql+` WHERE kind = 'build'
+		AND args @> jsonb_build_object('namespace', $1::text, 'function', $2::text, 'version', $3::int)`, ns, function, n)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func TestUploadAndRollbackRequeueALostBuild(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	c.createFunction("fn")
+	z := handlerZip(t, "1")
+	c.upload("fn", z).want(202)
+	f.execute(c.ns, "fn", func(fn *domain.Function) ([]domain.Event, error) { return fn.StartBuild(1, time.Now()) })
+
+	// Building, with its job under way: an identical upload changes nothing.
+	if v := c.upload("fn", z).want(200).obj(); v["version"] != 1.0 || v["build_status"] != "Building" {
+		t.Fatalf("identical upload during the build answered %v", v)
+	}
+	if n := f.unfinishedBuilds(c.ns, "fn", 1); n != 1 {
+		t.Fatalf("%d build jobs, want 1", n)
+	}
+
+	for _, lose := range []string{
+		`UPDATE river_job SET state = 'discarded', finalized_at = now()`,
+		`UPDATE river_job SET state = 'cancelled', finalized_at = now()`,
+		`DELETE FROM river_job`,
+	} {
+		f.loseBuild(c.ns, "fn", 1, lose)
+		if n := f.unfinishedBuilds(c.ns, "fn", 1); n != 0 {
+			t.Fatalf("%s left %d build jobs", lose, n)
+		}
+		v := c.upload("fn", z).want(202).obj()
+		if v["version"] != 1.0 || v["build_status"] != "Building" {
+			t.Fatalf("identical upload of a lost build answered %v, want version 1", v)
+		}
+		if n := f.unfinishedBuilds(c.ns, "fn", 1); n != 1 {
+			t.Fatalf("after %s and an identical upload: %d build jobs, want 1", lose, n)
+		}
+	}
+
+	// A rollback to it queues the lost build too (202), and is refused while it runs.
+	f.loseBuild(c.ns, "fn", 1, `DELETE FROM river_job`)
+	if fn := c.do("POST", c.p("/functions/fn/rollback"), map[string]any{"version": 1}).want(202).obj(); fn["active_version"] != 0.0 {
+		t.Fatalf("rollback to a lost build answered %v", fn)
+	}
+	if n := f.unfinishedBuilds(c.ns, "fn", 1); n != 1 {
+		t.Fatalf("after a rollback to a lost build: %d build jobs, want 1", n)
+	}
+	c.do("POST", c.p("/functions/fn/rollback"), map[string]any{"version": 1}).wantError(422, "UNPROCESSABLE", "", "Building")
+	var vs versionsAnswer
+	c.do("GET", c.p("/functions/fn/versions"), nil).want(200).decode(&vs)
+	if len(vs.Versions) != 1 {
+		t.Fatalf("requeues made versions: %+v", vs.Versions)
 	}
 }

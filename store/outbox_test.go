@@ -118,3 +118,74 @@ func TestJobsWithoutRiverClient(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHasUnfinishedJob: a job waiting or running counts; one discarded,
+// cancelled, completed or deleted does not; args match by containment.
+func TestHasUnfinishedJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	token := uniqueNS(t)
+	has := func() bool {
+		t.Helper()
+		var found bool
+		if _, err := s.Execute(ctx, store.Metadata{}, func(tx *store.Tx) error {
+			var err error
+			found, err = tx.HasUnfinishedJob(ctx, noteArgs{Token: token})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	if has() {
+		t.Fatal("a job found before any was inserted")
+	}
+	if err := s.InTx(ctx, func(tx pgx.Tx) error {
+		_, err := s.InsertJobsTx(ctx, tx, []river.InsertManyParams{noteJob(token), noteJob(uniqueNS(t))})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pool := pgtest.Pool(t)
+	for _, state := range []string{"available", "running", "retryable", "scheduled", "pending", "discarded", "cancelled", "completed"} {
+		if _, err := pool.Exec(ctx, `UPDATE river_job SET state = $2::text::river_job_state,
+			finalized_at = CASE WHEN $2::text IN ('discarded', 'cancelled', 'completed') THEN now() END
+			WHERE args->>'token' = $1`, token, state); err != nil {
+			t.Fatal(err)
+		}
+		want := state != "discarded" && state != "cancelled" && state != "completed"
+		if got := has(); got != want {
+			t.Errorf("job %s: unfinished %v, want %v", state, got, want)
+		}
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM river_job WHERE args->>'token' = $1`, token); err != nil {
+		t.Fatal(err)
+	}
+	if has() {
+		t.Fatal("a deleted job found")
+	}
+
+	// Requeue inserts only while none is unfinished.
+	requeue := func() bool {
+		t.Helper()
+		var inserted bool
+		if _, err := s.Execute(ctx, store.Metadata{}, func(tx *store.Tx) error {
+			var err error
+			inserted, err = tx.Requeue(ctx, noteArgs{Token: token})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return inserted
+	}
+	if !requeue() || !has() {
+		t.Fatal("Requeue inserted nothing for a lost job")
+	}
+	if requeue() {
+		t.Fatal("Requeue inserted a second job while one is available")
+	}
+	if _, jobs := counts(t, "none", token); jobs != 1 {
+		t.Fatalf("%d jobs after two requeues, want 1", jobs)
+	}
+}

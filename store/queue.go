@@ -2,8 +2,12 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/slessio/sless/domain"
 )
 
 // QueueDepth is how many River jobs of one queue are in one state.
@@ -21,7 +25,7 @@ type QueueDepth struct {
 // Errors: EUNAVAILABLE, EINTERNAL.
 func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job
-		WHERE state IN ('available', 'scheduled', 'retryable', 'running', 'pending')
+		WHERE state IN `+unfinishedStates+`
 		GROUP BY queue, state ORDER BY queue, state`)
 	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (QueueDepth, error) {
 		var d QueueDepth
@@ -29,4 +33,43 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 		return d, err
 	})
 	return ds, dbError("queue depths", err)
+}
+
+// unfinishedStates are the River job states of a job that will still run (or runs).
+const unfinishedStates = `('available', 'scheduled', 'retryable', 'running', 'pending')`
+
+// HasUnfinishedJob reports whether a River job of args' kind whose args
+// contain args' JSON is waiting or running (available, scheduled, retryable,
+// running, pending), in the transaction's view. A command uses it to tell a
+// build that is under way from one whose job was lost (discarded, cancelled,
+// deleted), which it queues again.
+//
+// Errors: EUNAVAILABLE, EINTERNAL.
+func (t *Tx) HasUnfinishedJob(ctx context.Context, args river.JobArgs) (bool, error) {
+	filter, err := json.Marshal(args)
+	if err != nil {
+		return false, domain.Errorf(domain.EINTERNAL, "encode %s job args: %v", args.Kind(), err)
+	}
+	var found bool
+	err = t.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river_job
+		WHERE kind = $1 AND args @> $2::jsonb AND state IN `+unfinishedStates+`)`, args.Kind(), filter).Scan(&found)
+	return found, dbError("find unfinished "+args.Kind()+" job", err)
+}
+
+// Requeue inserts a River job for args in the transaction unless one of the
+// same kind and args is unfinished (HasUnfinishedJob), or River's uniqueness
+// skips it. It reports whether it inserted one. Commands use it to queue
+// again work whose job was lost while its events say it is still to be done.
+//
+// Errors: EUNAVAILABLE, EINTERNAL.
+func (t *Tx) Requeue(ctx context.Context, args river.JobArgs) (bool, error) {
+	waiting, err := t.HasUnfinishedJob(ctx, args)
+	if err != nil || waiting {
+		return false, err
+	}
+	res, err := t.s.InsertJobsTx(ctx, t.Tx, []river.InsertManyParams{{Args: args}})
+	if err != nil {
+		return false, err
+	}
+	return len(res) == 1 && !res[0].UniqueSkippedAsDuplicate, nil
 }
