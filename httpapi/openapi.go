@@ -47,8 +47,8 @@ type queryParam struct {
 
 // apiRoutes is every route of the API.
 var apiRoutes = []apiRoute{
-	{Method: "GET", Path: "/healthz", Summary: "Liveness: the process is up", Tag: "health", Status: 200, Response: healthView{}},
-	{Method: "GET", Path: "/readyz", Summary: "Readiness: PostgreSQL and object storage answer", Tag: "health", Status: 200, Response: healthView{}},
+	{Method: "GET", Path: "/healthz", Summary: "Liveness: the process is up; names the sandbox of function processes", Tag: "health", Status: 200, Response: healthView{}},
+	{Method: "GET", Path: "/readyz", Summary: "Readiness: PostgreSQL and object storage answer; names the sandbox of function processes", Tag: "health", Status: 200, Response: healthView{}},
 	{Method: "GET", Path: "/v1/openapi.json", Summary: "This document", Tag: "meta", Status: 200, Response: map[string]any{}},
 	{Method: "GET", Path: "/v1/namespaces", Summary: "List every tenant namespace (operators only)", Tag: "namespaces", Access: operator, Status: 200, Response: namespaceList{}},
 	{Method: "POST", Path: "/v1/namespaces/:ns/ensure", Summary: "Create the namespace if needed (201 when created, 200 when it existed)", Tag: "namespaces", Access: tenant, Status: 201, Response: namespaceView{}},

@@ -89,6 +89,7 @@ func TestOpenAPISchemasAreComplete(t *testing.T) {
 		"Trigger":               {"name", "type", "function", "schedule", "enabled", "active", "url"},
 		"Job":                   {"name", "function", "event", "run_id", "phase", "message", "started_at", "completed_at"},
 		"Error":                 {"error"},
+		"Health":                {"status", "sandbox"},
 		"CreateFunctionRequest": {"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "max_concurrency", "retry_safe"},
 		"UpdateFunctionRequest": {"runtime", "memory_mb", "max_concurrency", "retry_safe"},
 		"Config":                {"runtime", "memory_mb", "max_concurrency", "retry_safe"},
@@ -131,13 +132,17 @@ func keys[V any](m map[string]V) []string {
 
 func TestHealthAndReadiness(t *testing.T) {
 	t.Parallel()
-	f := setup(t)
+	f := setup(t, func(c *httpapi.Config) { c.Sandbox = "bubblewrap" })
 	c := f.anonymous()
-	if got := c.do("GET", "/healthz", nil).want(200).obj(); got["status"] != "ok" {
+	if got := c.do("GET", "/healthz", nil).want(200).obj(); got["status"] != "ok" || got["sandbox"] != "bubblewrap" {
 		t.Fatalf("healthz %v", got)
 	}
-	if got := c.do("GET", "/readyz", nil).want(200).obj(); got["status"] != "ready" {
+	if got := c.do("GET", "/readyz", nil).want(200).obj(); got["status"] != "ready" || got["sandbox"] != "bubblewrap" {
 		t.Fatalf("readyz %v", got)
+	}
+	unset := setup(t).anonymous()
+	if got := unset.do("GET", "/readyz", nil).want(200).obj(); got["sandbox"] != "unknown" {
+		t.Fatalf("readyz without Config.Sandbox %v, want sandbox unknown", got)
 	}
 	// Object storage down: not ready, still alive.
 	if err := f.s3.Close(); err != nil {

@@ -59,6 +59,10 @@ type Config struct {
 	// Prometheus scrape with an admin token: the series name tenants'
 	// functions), e.g. promhttp.HandlerFor(registry, promhttp.HandlerOpts{}).
 	Metrics http.Handler
+	// Sandbox says in a few words how function processes are isolated, e.g.
+	// "bubblewrap", "kubernetes" or "none"; /healthz and /readyz report it as
+	// "sandbox" so operators see an unsandboxed server. "" reports "unknown".
+	Sandbox string
 	// HiddenFunctions are left out of the human listing (SPEC §7).
 	HiddenFunctions []string
 	// Logger receives internal errors; nil means slog.Default().
@@ -115,6 +119,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Sandbox == "" {
+		cfg.Sandbox = "unknown"
 	}
 	s := &Server{
 		cfg:     cfg,
