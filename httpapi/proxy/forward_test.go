@@ -21,7 +21,7 @@ import (
 
 // echo is what pyEcho answers.
 type echo struct {
-	PID     int               `json:"pid"`
+	Process string            `json:"process"` // random per process
 	Method  string            `json:"method"`
 	Path    string            `json:"path"`
 	Query   map[string]any    `json:"query"`

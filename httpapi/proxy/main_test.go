@@ -393,10 +393,14 @@ func (f *fixture) invocations(name string, q store.InvocationQuery) []store.Invo
 	}
 }
 
-// pyEcho answers what it received; special paths redirect, sleep, print or fail.
+// pyEcho answers what it received and which process it is; special paths
+// redirect, sleep, print or fail.
 var pyEcho = map[string]string{"handler.py": `import hashlib
 import os
 import time
+
+# The process's identity: a pid says nothing in a sandbox's own pid namespace.
+PROCESS = os.urandom(8).hex()
 
 
 def handle(event):
@@ -415,7 +419,7 @@ def handle(event):
     body = event.get("body", "")
     raw = body.encode("utf-8")
     return {
-        "pid": os.getpid(),
+        "process": PROCESS,
         "method": event["_method"],
         "path": path,
         "query": event["_query"],

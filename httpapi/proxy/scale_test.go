@@ -3,13 +3,12 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,8 +35,9 @@ func TestScaleToZeroAndColdStart(t *testing.T) {
 	if st.Endpoint != before.Endpoint {
 		t.Fatalf("sleeping changed the read model's endpoint: %q → %q", before.Endpoint, st.Endpoint)
 	}
-	if err := syscall.Kill(first.PID, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("process %d still there after scale to zero: %v", first.PID, err)
+	if conn, err := net.DialTimeout("tcp", strings.TrimPrefix(before.Live, "http://"), time.Second); err == nil {
+		conn.Close()
+		t.Fatalf("%s still answers after scale to zero", before.Live)
 	}
 	if n := f.scaler.sleeps.Load(); n != 1 {
 		t.Fatalf("%d sleeps", n)
@@ -45,7 +45,7 @@ func TestScaleToZeroAndColdStart(t *testing.T) {
 
 	// 50 concurrent requests to the stopped function.
 	var wg sync.WaitGroup
-	pids := make(chan int, 50)
+	procs := make(chan string, 50)
 	errs := make(chan string, 50)
 	for range 50 {
 		wg.Add(1)
@@ -62,21 +62,21 @@ func TestScaleToZeroAndColdStart(t *testing.T) {
 				errs <- fmt.Sprintf("status %d", resp.StatusCode)
 				return
 			}
-			pids <- e.PID
+			procs <- e.Process
 		}()
 	}
 	wg.Wait()
 	close(errs)
-	close(pids)
+	close(procs)
 	for e := range errs {
 		t.Errorf("a request during the cold start failed: %s", e)
 	}
-	distinct := map[int]bool{}
-	for pid := range pids {
-		distinct[pid] = true
+	distinct := map[string]bool{}
+	for p := range procs {
+		distinct[p] = true
 	}
-	if len(distinct) != 1 || distinct[first.PID] {
-		t.Fatalf("served by processes %v (the first one was %d), want one new process", distinct, first.PID)
+	if len(distinct) != 1 || distinct[first.Process] {
+		t.Fatalf("served by processes %v (the first one was %s), want one new process", distinct, first.Process)
 	}
 	if n := f.scaler.wakes.Load(); n != 1 {
 		t.Fatalf("%d wakes for 50 requests, want 1", n)
@@ -149,7 +149,7 @@ func TestDialFailureWakesAgain(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodPost, f.fnURL("gone", "/"), strings.NewReader("the body survives the retry"))
 	got := decodeEcho(t, f.do(req))
-	if got.PID == first.PID || got.SHA256 != sha("the body survives the retry") {
+	if got.Process == first.Process || got.SHA256 != sha("the body survives the retry") {
 		t.Fatalf("after the process was stopped: %+v", got)
 	}
 	if n := f.scaler.wakes.Load(); n != 1 {
@@ -159,8 +159,8 @@ func TestDialFailureWakesAgain(t *testing.T) {
 	if _, err := f.driver.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 0}); err != nil {
 		t.Fatal(err)
 	}
-	if again := decodeEcho(t, f.get("gone", "/")); again.PID == got.PID {
-		t.Fatalf("served by the stopped process %d", again.PID)
+	if again := decodeEcho(t, f.get("gone", "/")); again.Process == got.Process {
+		t.Fatalf("served by the stopped process %s", again.Process)
 	}
 	if n := f.scaler.wakes.Load(); n != 2 {
 		t.Fatalf("%d wakes", n)
@@ -324,10 +324,10 @@ func TestIdleMeansIdleOnEveryReplica(t *testing.T) {
 	}
 	t.Cleanup(func() { quietReplica.Close(context.Background()) })
 
-	pid := decodeEcho(t, f.get("shared", "/")).PID
+	proc := decodeEcho(t, f.get("shared", "/")).Process
 	for end := time.Now().Add(4 * idle); time.Now().Before(end); time.Sleep(idle / 4) {
-		if got := decodeEcho(t, f.get("shared", "/")).PID; got != pid {
-			t.Fatalf("the function was restarted (pid %d → %d) while it served", pid, got)
+		if got := decodeEcho(t, f.get("shared", "/")).Process; got != proc {
+			t.Fatalf("the function was restarted (process %s → %s) while it served", proc, got)
 		}
 	}
 	if n := other.sleeps.Load() + f.scaler.sleeps.Load(); n != 0 {
