@@ -16,8 +16,10 @@
 // escapes, dots, '@', upper case or 64 characters are 400, and the upstream
 // address only ever comes from the table, so no path can make the proxy
 // connect elsewhere. A function unknown or without an http trigger is 404;
-// with its triggers disabled, without a running endpoint (not built, rollout
-// failed, being rolled out) 503 with its phase and message.
+// with its triggers disabled, or not ready (phase Pending, Building or
+// Failed, no endpoint) 503 with Retry-After. A Ready function without an
+// endpoint — built, or its trigger enabled, and its rollout not done yet —
+// is started for the request like a cold start (below), never a 503.
 //
 // # Forwarding
 //
@@ -30,7 +32,9 @@
 // X-Forwarded-Prefix), the query, the body with its Content-Length (or
 // chunked as received) and the user's headers pass intact — Authorization
 // and cookies included: they belong to the function, which may do its own
-// auth, and the platform's own credentials are never needed on this path.
+// auth. The one exception is a token of the sless API itself
+// (Config.PlatformToken says which): it is removed, so a function cannot
+// act on the platform as its caller; this path never needs one.
 // Hop-by-hop headers (and those named in Connection) are removed both ways.
 // X-Forwarded-For/-Proto/-Host are set from the connection; the client's are
 // dropped unless the peer is in TrustedProxies. Redirects go back to the
@@ -44,7 +48,24 @@
 // crossed for a chunked body (the function sees a cut request). A function
 // past its timeout_sec is 504 (code TIMEOUT); one that does not answer 502
 // (BAD_GATEWAY). A caller who disconnects cancels the upstream request; the
-// record says 499. Error bodies have the API's shape {"error": {"code", "message"}}.
+// record says 499.
+//
+// A function has at most its max_concurrency requests (Config.
+// DefaultMaxConcurrency when it sets none; 0 unlimited) in flight on this
+// proxy, waiting for a start included — an atomic counter per function,
+// the one that also keeps it awake; beyond it 429 (RATE_LIMITED) with
+// Retry-After. With Config.ClientRate, each client address (IPv4, IPv6 /64;
+// the client behind TrustedProxies, as for X-Forwarded-For) has a token
+// bucket of ClientBurst: beyond it 429 with Retry-After, before any lookup
+// and not recorded. Buckets full again are dropped; at most 2^18 are kept.
+//
+// Error bodies have the API's shape {"error": {"code", "message"}} and say
+// only what a stranger may know: the function's phase, that it failed to
+// start. Why — a build's output, a start's traceback with the paths of the
+// host — is in the invocation record (its error), which only the owner
+// reads, and in the function's status or the proxy's log. A request refused before forwarding is recorded
+// with the bytes it brought: its Content-Length, else its body read and
+// dropped up to MaxBodyBytes.
 //
 // # Scale to zero
 //
@@ -55,13 +76,15 @@
 // "<ns>/<name>", 0 never) is stopped through the Scaler — after the
 // invocation log confirms that no other replica served it meanwhile, so N
 // proxies agree on idleness without talking to each other. The next request
-// holds — at most MaxWaiting per function, at most WakeTimeout — while one
-// Scaler.Wake runs for all of them, then proceeds: none is lost, and one
-// process starts. Requests are counted in flight under the same lock that
-// decides a sleep, so a busy function is never stopped. A connection refused
-// by an endpoint believed awake (stopped or restarted behind the proxy's
-// back) wakes the function and retries the request once — nothing had been
-// sent. DriverScaler implements Scaler with a workers.Driver.
+// holds — at most MaxWaiting per function, at most the shorter of its
+// timeout_sec and WakeTimeout, then 503 with Retry-After — while one
+// Scaler.Wake runs for all of them (and on, for the next ones, when a
+// request gives up), then proceeds: none is lost, and one process starts.
+// Requests are counted in flight before they look at the state a sleep
+// changes under a lock, so a busy function is never stopped. A connection
+// refused by an endpoint believed awake (stopped or restarted behind the
+// proxy's back) wakes the function and retries the request once — nothing
+// had been sent. DriverScaler implements Scaler with a workers.Driver.
 //
 // # Invocation log and metrics
 //

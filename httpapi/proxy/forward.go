@@ -51,6 +51,7 @@ type call struct {
 	timeout         int
 	cold            bool
 	body            *body
+	bytesIn         int64 // of a request refused before forwarding
 	status          int
 	errText         string
 	log             string // X-Sless-Log as received (base64)
@@ -73,11 +74,19 @@ func (c *call) Value(key any) any {
 
 // ServeHTTP proxies /fn/{ns}/{name}[/sub/path] to the function's active
 // version: 400 for a malformed path, 404 for an unknown function or one
-// without an http trigger, 503 while it is disabled, not ready or cannot be
-// started, 413 for a body over MaxBodyBytes, 504 past its timeout_sec, 502
-// when it does not answer. Every request to a known function is recorded.
+// without an http trigger, 429 for a client over its ClientRate or a
+// function at its max_concurrency, 503 while it is disabled, not ready or
+// cannot be started, 413 for a body over MaxBodyBytes, 504 past its
+// timeout_sec, 502 when it does not answer. A function being started is
+// waited for. Every request to a known function is recorded.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if p.clients != nil {
+		if ok, wait := p.clients.allow(p.clientAddr(r), start); !ok {
+			p.rateLimited(w, wait)
+			return
+		}
+	}
 	k, sub, err := splitPath(r.URL.EscapedPath())
 	if err != nil {
 		p.reject(w, r, "bad_request", http.StatusBadRequest, err)
@@ -101,37 +110,46 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	switch {
 	case !cfg.HTTPEnabled:
-		p.fail(rec, c, "disabled", http.StatusServiceUnavailable, domain.Errorf(domain.EUNAVAILABLE, "the http trigger of function %q is disabled", k.name))
+		p.refuse(rec, r, c, "disabled", http.StatusServiceUnavailable, domain.Errorf(domain.EUNAVAILABLE, "the http trigger of function %q is disabled", k.name))
 		return
-	case cfg.target == nil:
-		p.fail(rec, c, "not_ready", http.StatusServiceUnavailable, notReady(cfg))
+	case cfg.target == nil && !startable(cfg):
+		p.refuse(rec, r, c, "not_ready", http.StatusServiceUnavailable, notReady(cfg))
 		return
 	case r.ContentLength > p.cfg.MaxBodyBytes:
-		p.fail(rec, c, "too_large", http.StatusRequestEntityTooLarge, tooLarge(p.cfg.MaxBodyBytes))
+		p.refuse(rec, r, c, "too_large", http.StatusRequestEntityTooLarge, tooLarge(p.cfg.MaxBodyBytes))
 		return
 	}
 
-	ctx := r.Context()
-	target, cold, err := p.acquire(ctx, e)
-	c.cold = cold
-	if err != nil {
-		if ctx.Err() != nil {
-			c.status, c.errText = statusClientGone, "the client went away during the cold start"
-			p.metrics.proxyErrors.WithLabelValues("client_gone").Inc()
-			return
-		}
-		p.fail(rec, c, "unavailable", http.StatusServiceUnavailable, err)
-		return
-	}
+	// Admitted: counted in flight from here, waiting for a start included,
+	// which is what max_concurrency bounds and what keeps it awake.
+	n := e.inflight.Add(1)
 	defer p.release(e)
-	p.metrics.inflight.Add(1)
-	defer p.metrics.inflight.Add(-1)
-	c.target = target
-
+	if limit := p.maxConcurrency(cfg); limit > 0 && n > int64(limit) {
+		p.refuse(rec, r, c, "concurrency", http.StatusTooManyRequests,
+			domain.Errorf(domain.ERATELIMITED, "function %q is serving its limit of %d requests at once", k.name, limit))
+		return
+	}
+	ctx := r.Context()
 	timeout := time.Duration(cfg.TimeoutSec) * time.Second
 	if timeout <= 0 {
 		timeout = time.Duration(domain.DefaultTimeoutSec) * time.Second
 	}
+	target, cold, err := p.acquire(ctx, e, min(timeout, p.cfg.WakeTimeout))
+	c.cold = cold
+	if err != nil {
+		if ctx.Err() != nil {
+			c.status, c.errText = statusClientGone, "the client went away during the cold start"
+			c.bytesIn = p.refusedBody(r)
+			p.metrics.proxyErrors.WithLabelValues("client_gone").Inc()
+			return
+		}
+		p.refuse(rec, r, c, "unavailable", http.StatusServiceUnavailable, err)
+		return
+	}
+	p.metrics.inflight.Add(1)
+	defer p.metrics.inflight.Add(-1)
+	c.target = target
+
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
 	defer cancel()
 	c.Context = ctx
@@ -141,6 +159,43 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out.Body = c.body
 	}
 	p.rp.ServeHTTP(rec, out)
+}
+
+// startable reports whether a function without an endpoint may be started
+// for a request: its active version is built (phase Ready), only the rollout
+// that runs it (after the build, or after its trigger was enabled) has not
+// finished yet. Requests wait for it like for a cold start.
+func startable(cfg *routeCfg) bool {
+	return cfg.Phase == domain.PhaseReady && cfg.ActiveVersion > 0
+}
+
+// maxConcurrency is a function's max_concurrency, else the proxy's default; 0: none.
+func (p *Proxy) maxConcurrency(cfg *routeCfg) int {
+	if cfg.MaxConcurrency > 0 {
+		return cfg.MaxConcurrency
+	}
+	return p.cfg.DefaultMaxConcurrency
+}
+
+// refuse answers a request of a known function that is not forwarded,
+// counting the body it came with for the record (see refusedBody).
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, c *call, reason string, status int, err error) {
+	c.bytesIn = p.refusedBody(r)
+	p.fail(w, c, reason, status, err)
+}
+
+// refusedBody is the size of the body of a request refused before
+// forwarding: its Content-Length, else what arrives up to MaxBodyBytes, read
+// and dropped (the server reads 256 KiB of it anyway, to reuse the connection).
+func (p *Proxy) refusedBody(r *http.Request) int64 {
+	switch {
+	case r.ContentLength >= 0:
+		return r.ContentLength
+	case r.Body == nil || r.Body == http.NoBody || r.Context().Err() != nil:
+		return 0
+	}
+	n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, p.cfg.MaxBodyBytes))
+	return n
 }
 
 // statusClientGone is the status recorded when the caller left first (nginx's 499).
@@ -176,6 +231,8 @@ func (p *Proxy) finish(rec *recorder, r *http.Request, c *call, cfg *routeCfg, s
 		ColdStart: c.cold, Error: c.errText, Log: decodeLog(c.log), StartedAt: start, BytesOut: rec.bytes}
 	if c.body != nil {
 		inv.BytesIn = c.body.n
+	} else {
+		inv.BytesIn = c.bytesIn
 	}
 	p.metrics.observe(c.e.m, store.InvocationHTTP, status, d)
 	p.record(inv)
@@ -246,14 +303,35 @@ func isName(s string) bool {
 	return true
 }
 
+// notReady is the 503 of a function that cannot serve: its phase, for the
+// caller; why (a build's compiler output, a start's traceback with the
+// paths of the host) is for the owner, in the invocation record.
 func notReady(cfg *routeCfg) error {
-	switch {
-	case cfg.Phase != domain.PhaseReady && cfg.Message != "":
-		return domain.Errorf(domain.EUNAVAILABLE, "function %q is not ready (phase %s): %s", cfg.Function, cfg.Phase, cfg.Message)
-	case cfg.Phase != domain.PhaseReady:
-		return domain.Errorf(domain.EUNAVAILABLE, "function %q is not ready (phase %s)", cfg.Function, cfg.Phase)
+	err := domain.Errorf(domain.EUNAVAILABLE, "function %q is not ready (phase %s)", cfg.Function, cfg.Phase)
+	if cfg.Message == "" {
+		return err
 	}
-	return domain.Errorf(domain.EUNAVAILABLE, "function %q is being started (phase %s)", cfg.Function, cfg.Phase)
+	return &hidden{public: err, detail: err.Message + ": " + cfg.Message}
+}
+
+// hidden is an answer whose public message leaves out what only the
+// function's owner may read; detail, with it, goes to the invocation record
+// (which only the owner can query) instead.
+type hidden struct {
+	public *domain.Error
+	detail string
+}
+
+func (h *hidden) Error() string { return h.public.Error() }
+func (h *hidden) Unwrap() error { return h.public }
+
+// recordText is the error of an answer as the invocation record keeps it.
+func recordText(err error) string {
+	var h *hidden
+	if errors.As(err, &h) {
+		return h.detail
+	}
+	return domain.ErrorMessage(err)
 }
 
 func tooLarge(limit int64) error {
@@ -303,8 +381,32 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 			out.Header.Set("X-Forwarded-Host", v)
 		}
 	}
+	if p.cfg.PlatformToken != nil {
+		p.stripPlatformTokens(out.Header)
+	}
 	out.Header[PrefixHeader] = []string{c.prefix} // both canonical already
 	out.Header[InvocationHeader] = []string{c.idText}
+}
+
+// stripPlatformTokens removes the Authorization values that are tokens of
+// the sless API: the function has no use for them, and with one it could act
+// on the platform as its caller. Any other Authorization is the function's.
+func (p *Proxy) stripPlatformTokens(h http.Header) {
+	vs, ok := h["Authorization"]
+	if !ok {
+		return
+	}
+	var kept []string
+	for _, v := range vs {
+		if !p.cfg.PlatformToken(v) {
+			kept = append(kept, v)
+		}
+	}
+	if len(kept) == 0 {
+		delete(h, "Authorization")
+		return
+	}
+	h["Authorization"] = kept
 }
 
 // modifyResponse takes the runtime's log out of the response.
@@ -351,7 +453,7 @@ const (
 )
 
 func (p *Proxy) fail(w http.ResponseWriter, c *call, reason string, status int, err error) {
-	c.status, c.errText = status, domain.ErrorMessage(err)
+	c.status, c.errText = status, recordText(err)
 	p.metrics.proxyErrors.WithLabelValues(reason).Inc()
 	writeError(w, status, err)
 }
@@ -370,7 +472,7 @@ func writeError(w http.ResponseWriter, status int, err error) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	h.Set("Cache-Control", "no-store")
-	if status == http.StatusServiceUnavailable {
+	if (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) && h.Get("Retry-After") == "" {
 		h.Set("Retry-After", "1")
 	}
 	w.WriteHeader(status)

@@ -21,7 +21,7 @@ import (
 
 // echo is what pyEcho answers.
 type echo struct {
-	Process string            `json:"process"` // random per process
+	Process string            `json:"process"` // random per process`
 	Method  string            `json:"method"`
 	Path    string            `json:"path"`
 	Query   map[string]any    `json:"query"`
@@ -46,7 +46,10 @@ func decodeEcho(t testing.TB, a answer) echo {
 // Python function process.
 func TestProxyThroughPython(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	const platformToken = "Bearer sless_a-token-of-the-api"
+	f := setup(t, options{cfg: func(c *proxy.Config) {
+		c.PlatformToken = func(h string) bool { return h == platformToken }
+	}})
 	f.deploy("echo", pySpec, pyEcho)
 
 	t.Run("bodies keep their bytes and length", func(t *testing.T) {
@@ -129,6 +132,21 @@ func TestProxyThroughPython(t *testing.T) {
 			t.Fatalf("prefix %q", h["x-forwarded-prefix"])
 		case h["x-sless-invocation-id"] == "" || h["x-sless-invocation-id"] != a.header.Get(proxy.InvocationHeader):
 			t.Fatalf("invocation id: function saw %q, caller %q", h["x-sless-invocation-id"], a.header.Get(proxy.InvocationHeader))
+		}
+	})
+
+	t.Run("the API's own tokens stripped", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, f.fnURL("echo", "/h"), nil)
+		req.Header.Set("Authorization", platformToken)
+		got := decodeEcho(t, f.do(req))
+		if v, ok := got.Headers["authorization"]; ok {
+			t.Fatalf("a token of the API reached the function: %q", v)
+		}
+		for _, other := range []string{"Bearer sless_not-a-token-of-ours", "Basic dXNlcjpwYXNz"} {
+			req.Header.Set("Authorization", other)
+			if got := decodeEcho(t, f.do(req)); got.Headers["authorization"] != other {
+				t.Fatalf("Authorization %q arrived as %q", other, got.Headers["authorization"])
+			}
 		}
 	})
 
@@ -471,10 +489,15 @@ func TestProxyBodyLimit(t *testing.T) {
 	if len(invs) != 3 || invs[2].Status != 413 || invs[1].Status != 413 || invs[0].Status != 200 || invs[0].BytesIn != 1<<20 {
 		t.Fatalf("recorded %+v", invs)
 	}
+	if invs[2].BytesIn != 1<<20+1 || invs[1].BytesIn != 1<<20+1 {
+		t.Fatalf("bytes in of the refused bodies: %d and %d, want %d", invs[2].BytesIn, invs[1].BytesIn, 1<<20+1)
+	}
 }
 
-// TestProxyNotReady: unbuilt, failed and disabled functions answer 503 with
-// why; a function without an http trigger is not served.
+// TestProxyNotReady: unbuilt, failed and disabled functions answer 503
+// with their phase and Retry-After — why a build failed is in the owner's
+// invocation record, not in the answer; a function without an http trigger
+// is not served.
 func TestProxyNotReady(t *testing.T) {
 	t.Parallel()
 	f := setup(t, options{})
@@ -484,13 +507,16 @@ func TestProxyNotReady(t *testing.T) {
 
 	f.create("broken", pySpec, pyEcho, true)
 	f.fn("broken", func(fn *domain.Function) ([]domain.Event, error) {
-		return fn.FailBuild(1, "SyntaxError: invalid syntax (handler.py, line 3)", "log", time.Now())
+		return fn.FailBuild(1, "SyntaxError: invalid syntax (/root/.sless/builds/x/handler.py, line 3)", "log", time.Now())
 	})
 	f.waitRoute("broken", func(st proxy.RouteState) bool { return st.Phase == domain.PhaseFailed })
 	a := f.get("broken", "/")
-	wantError(t, a, 503, domain.EUNAVAILABLE, "Failed", "SyntaxError")
-	if a.header.Get("Retry-After") == "" {
-		t.Fatal("503 without Retry-After")
+	wantError(t, a, 503, domain.EUNAVAILABLE, "not ready", "Failed")
+	if strings.Contains(string(a.body), "SyntaxError") || strings.Contains(string(a.body), "/root") {
+		t.Fatalf("the build failure reached an anonymous caller: %s", a.body)
+	}
+	if invs := f.waitInvocations("broken", 1); len(invs) != 1 || !strings.Contains(invs[0].Error, "SyntaxError: invalid syntax (/root/.sless/builds/x/handler.py") {
+		t.Fatalf("the owner's record lacks why: %+v", invs)
 	}
 
 	f.create("private", pySpec, pyEcho, false)
@@ -501,6 +527,11 @@ func TestProxyNotReady(t *testing.T) {
 	f.trigger("web-http", func(tr *domain.Trigger) ([]domain.Event, error) { return tr.SetEnabled(false, time.Now()) })
 	f.waitRoute("web", func(st proxy.RouteState) bool { return !st.HTTPEnabled })
 	wantError(t, f.get("web", "/"), 503, domain.EUNAVAILABLE, "disabled")
+	for _, name := range []string{"building", "broken", "web"} {
+		if a := f.get(name, "/"); a.status != 503 || a.header.Get("Retry-After") == "" {
+			t.Fatalf("%s answered %d with Retry-After %q", name, a.status, a.header.Get("Retry-After"))
+		}
+	}
 	f.trigger("web-http", func(tr *domain.Trigger) ([]domain.Event, error) { return tr.SetEnabled(true, time.Now()) })
 	f.waitRoute("web", func(st proxy.RouteState) bool { return st.HTTPEnabled })
 	decodeEcho(t, f.get("web", "/"))

@@ -225,6 +225,22 @@ func (f *fixture) create(name string, spec domain.FunctionSpec, files map[string
 // real local driver, records the rollout, and waits until the proxy routes it.
 func (f *fixture) deploy(name string, spec domain.FunctionSpec, files map[string]string) workers.Workload {
 	f.t.Helper()
+	w := f.build(name, spec, files)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	endpoint, err := f.driver.Deploy(ctx, workers.Deployment{Workload: w, Replicas: 1})
+	if err != nil {
+		f.t.Fatalf("deploy %s: %v", name, err)
+	}
+	f.rollout(name, endpoint)
+	return w
+}
+
+// build creates a function with an http trigger and builds it through the
+// real local driver: version 1 is active (phase Ready), its rollout has not
+// run yet.
+func (f *fixture) build(name string, spec domain.FunctionSpec, files map[string]string) workers.Workload {
+	f.t.Helper()
 	cfg, code := f.create(name, spec, files, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -236,13 +252,7 @@ func (f *fixture) deploy(name string, spec domain.FunctionSpec, files map[string
 	f.fn(name, func(fn *domain.Function) ([]domain.Event, error) {
 		return fn.SucceedBuild(1, res.Image, res.Log, time.Now())
 	})
-	w := workers.Workload{Namespace: f.ns, Function: name, Version: 1, Image: res.Image, Config: cfg}
-	endpoint, err := f.driver.Deploy(ctx, workers.Deployment{Workload: w, Replicas: 1})
-	if err != nil {
-		f.t.Fatalf("deploy %s: %v", name, err)
-	}
-	f.rollout(name, endpoint)
-	return w
+	return workers.Workload{Namespace: f.ns, Function: name, Version: 1, Image: res.Image, Config: cfg}
 }
 
 // rollout records that version 1 runs at endpoint and waits for the proxy to know.
@@ -256,9 +266,15 @@ func (f *fixture) rollout(name, endpoint string) {
 // runtime process: for what only the server side can observe.
 func (f *fixture) upstream(name string, timeoutSec int, h http.Handler) *httptest.Server {
 	f.t.Helper()
+	return f.upstreamSpec(name, domain.FunctionSpec{Runtime: "python3.11", TimeoutSec: timeoutSec}, h)
+}
+
+// upstreamSpec is upstream with a function spec of its own (max_concurrency).
+func (f *fixture) upstreamSpec(name string, spec domain.FunctionSpec, h http.Handler) *httptest.Server {
+	f.t.Helper()
 	srv := httptest.NewServer(h)
 	f.t.Cleanup(srv.Close)
-	f.create(name, domain.FunctionSpec{Runtime: "python3.11", TimeoutSec: timeoutSec}, map[string]string{"handler.py": "x"}, true)
+	f.create(name, spec, map[string]string{"handler.py": "x"}, true)
 	f.fn(name, func(fn *domain.Function) ([]domain.Event, error) {
 		return fn.SucceedBuild(1, "test-image", "", time.Now())
 	})
@@ -367,6 +383,26 @@ func (f *fixture) waitInvocations(name string, n int) []store.Invocation {
 		invs := f.invocations(name, store.InvocationQuery{})
 		if len(invs) >= n || time.Now().After(deadline) {
 			return invs
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// invocationOf waits for the record of the invocation that gave answer a.
+func (f *fixture) invocationOf(name string, a answer) store.Invocation {
+	f.t.Helper()
+	id := mustUUID(f.t, a.header.Get(proxy.InvocationHeader))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := f.writer.Flush(context.Background()); err != nil {
+			f.t.Fatal(err)
+		}
+		inv, err := f.store.GetInvocation(context.Background(), f.ns, name, id)
+		if err == nil {
+			return inv
+		}
+		if domain.ErrorCode(err) != domain.ENOTFOUND || time.Now().After(deadline) {
+			f.t.Fatalf("invocation %s of %s: %v", id, name, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

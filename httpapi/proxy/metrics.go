@@ -21,8 +21,9 @@ var durationBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .2
 //	sless_invocation_duration_seconds{namespace,function,trigger}   histogram
 //	sless_cold_starts_total{namespace,function}
 //	sless_cold_start_duration_seconds                             histogram
-//	sless_proxy_errors_total{reason}  bad_request, not_found, disabled, not_ready,
-//	                                  too_large, overloaded, wake, timeout, upstream, client_gone
+//	sless_proxy_errors_total{reason}  bad_request, not_found, client_rate, disabled, not_ready,
+//	                                  too_large, concurrency, overloaded, unavailable, wake,
+//	                                  timeout, upstream, client_gone
 //	sless_proxy_requests_in_flight
 //	sless_invocation_log_written_total, sless_invocation_log_dropped_total{reason}
 //	                                  (when Config.Invocations has Stats, as the store's writer)

@@ -64,6 +64,22 @@ type Config struct {
 	// MaxConnsPerFunction bounds the connections to one function process
 	// (32): the requests beyond it wait for one, within the function's timeout.
 	MaxConnsPerFunction int
+	// DefaultMaxConcurrency bounds the requests one function has in flight on
+	// this proxy (being proxied or waiting for it to start) when the function
+	// sets no max_concurrency; beyond it they get 429. 0: unlimited.
+	DefaultMaxConcurrency int
+	// ClientRate is the requests per second one client address may send to
+	// /fn (a token bucket per IPv4 address or IPv6 /64, the client found as
+	// for X-Forwarded-For); beyond it 429. 0: no limit.
+	ClientRate float64
+	// ClientBurst is the bucket size of ClientRate: the requests a client
+	// may send at once (default: ClientRate rounded up, at least 1).
+	ClientBurst int
+	// PlatformToken reports whether an Authorization header value is a
+	// Bearer token of the sless API itself; such a header is removed before
+	// the request reaches the function (any other is passed). It is called
+	// only for requests with an Authorization header; nil passes them all.
+	PlatformToken func(authorization string) bool
 	// RefreshInterval is the period of the full route refresh that backs up
 	// the notifications (1 min).
 	RefreshInterval time.Duration
@@ -87,6 +103,7 @@ type Proxy struct {
 	rp      *httputil.ReverseProxy
 	up      *upstream
 	metrics *metrics
+	clients *clientLimiter // nil without Config.ClientRate
 
 	lifeMu sync.Mutex
 	life   context.Context
@@ -118,6 +135,9 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.RefreshInterval <= 0 {
 		cfg.RefreshInterval = DefaultRefreshInterval
 	}
+	if cfg.DefaultMaxConcurrency < 0 {
+		cfg.DefaultMaxConcurrency = 0
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -126,6 +146,9 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: m, up: newUpstream(cfg.MaxConnsPerFunction, upstreamIdle)}
+	if cfg.ClientRate > 0 {
+		p.clients = newClientLimiter(cfg.ClientRate, cfg.ClientBurst)
+	}
 	p.rp = p.newReverseProxy()
 	return p, nil
 }
@@ -187,7 +210,7 @@ type RouteState struct {
 	State    string // asleep, waking, awake or sleeping (see the package doc)
 	Awake    bool   // running, as far as the proxy knows
 	Live     string // where requests go while awake
-	InFlight int64  // requests being proxied
+	InFlight int64  // requests admitted: being proxied or waiting for a start
 	Waiting  int    // requests held for a cold start
 }
 
@@ -234,21 +257,31 @@ func (p *Proxy) trusted(remoteAddr string) bool {
 	if len(p.cfg.TrustedProxies) == 0 {
 		return false
 	}
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		return false
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return false
-	}
-	ip = ip.Unmap()
+	return p.trustedAddr(peerAddr(remoteAddr))
+}
+
+// trustedAddr reports whether ip is in TrustedProxies.
+func (p *Proxy) trustedAddr(ip netip.Addr) bool {
 	for _, pfx := range p.cfg.TrustedProxies {
 		if pfx.Contains(ip) {
 			return true
 		}
 	}
 	return false
+}
+
+// peerAddr is the address of a request's RemoteAddr ("host:port"); the zero
+// Addr when it is not one.
+func peerAddr(remoteAddr string) netip.Addr {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ip.Unmap()
 }
 
 var _ http.Handler = (*Proxy)(nil)

@@ -45,20 +45,21 @@ func (s state) String() string {
 	return [...]string{"asleep", "waking", "awake", "sleeping"}[s]
 }
 
-// Reasons a request gets no upstream, rendered as 503.
+// Reasons a request gets no upstream, rendered as 503 (429 for errClientRate).
 var (
+	errClientRate = domain.Errorf(domain.ERATELIMITED, "too many requests from this client")
 	errNotRunning = domain.Errorf(domain.EUNAVAILABLE, "the function is not running")
 	errOverloaded = domain.Errorf(domain.EUNAVAILABLE, "too many requests are waiting for the function to start")
 	errWakeSlow   = domain.Errorf(domain.EUNAVAILABLE, "the function did not start in time")
 )
 
-// acquire returns where to send a request, counting it in flight, and
-// whether it waited for a cold start. Requests that find the function asleep
-// (or going to sleep) wait, at most MaxWaiting of them and at most
-// WakeTimeout, while a single Scaler.Wake runs for all of them. The caller
-// must call release after an acquire without error.
-func (p *Proxy) acquire(ctx context.Context, e *entry) (*url.URL, bool, error) {
-	return p.await(ctx, e, true)
+// acquire returns where to send a request, which the caller has counted in
+// flight, and whether it waited for a cold start. Requests that find the
+// function asleep (or going to sleep, or not yet started by its rollout)
+// wait, at most MaxWaiting of them and at most wait, while a single
+// Scaler.Wake runs for all of them. The caller calls release in any case.
+func (p *Proxy) acquire(ctx context.Context, e *entry, wait time.Duration) (*url.URL, bool, error) {
+	return p.await(ctx, e, wait)
 }
 
 func (p *Proxy) release(e *entry) {
@@ -66,19 +67,16 @@ func (p *Proxy) release(e *entry) {
 	e.inflight.Add(-1)
 }
 
-// await waits until e is awake and returns its endpoint; with count it also
-// counts the request in flight, under the same lock, so a sleep cannot slip
-// in between.
-func (p *Proxy) await(ctx context.Context, e *entry, count bool) (*url.URL, bool, error) {
+// await waits, at most wait, until e is awake and returns its endpoint. The
+// request is counted in flight before, so a sleep decided after that sees
+// it, and one decided before makes await wait for it to end and wake e.
+func (p *Proxy) await(ctx context.Context, e *entry, wait time.Duration) (*url.URL, bool, error) {
 	cold := false
 	var deadline time.Time
 	e.mu.Lock()
 	for {
 		switch e.state {
 		case awake:
-			if count {
-				e.inflight.Add(1)
-			}
 			u := e.live
 			e.mu.Unlock()
 			return u, cold, nil
@@ -95,7 +93,7 @@ func (p *Proxy) await(ctx context.Context, e *entry, count bool) (*url.URL, bool
 			return nil, cold, errOverloaded
 		}
 		if deadline.IsZero() {
-			deadline = time.Now().Add(p.cfg.WakeTimeout)
+			deadline = time.Now().Add(wait)
 		}
 		forWake := e.state == waking
 		ch := e.change
@@ -151,7 +149,7 @@ func (p *Proxy) startWake(e *entry) {
 		e.mu.Lock()
 		if err != nil {
 			e.state, e.live = asleep, nil
-			e.wakeErr = wakeError(err)
+			e.wakeErr = wakeError(e.key.name, err)
 		} else {
 			e.state, e.live, e.wakeErr = awake, u, nil
 			e.lastUsed.Store(time.Now().UnixNano())
@@ -169,14 +167,16 @@ func (p *Proxy) startWake(e *entry) {
 	}()
 }
 
-// wakeError is what waiting callers are told: the user's start failure
-// (EUNPROCESSABLE, its stderr) is the function owner's to read in the
-// function's message, not every anonymous caller's.
-func wakeError(err error) error {
+// wakeError is what waiting callers are told: that the function could not
+// be started. Why — the user's start failure (EUNPROCESSABLE) comes with its
+// stderr, tracebacks and paths of the host — is the function owner's to read,
+// in the invocation record.
+func wakeError(function string, err error) error {
+	public := domain.Errorf(domain.EUNAVAILABLE, "function %q could not be started", function)
 	if domain.ErrorCode(err) == domain.EUNPROCESSABLE {
-		return domain.Errorf(domain.EUNAVAILABLE, "the function could not be started; its owner finds why in the function's status")
+		public = domain.Errorf(domain.EUNAVAILABLE, "function %q failed to start", function)
 	}
-	return domain.Errorf(domain.EUNAVAILABLE, "the function could not be started: %s", domain.ErrorMessage(err))
+	return &hidden{public: public, detail: public.Message + ": " + domain.ErrorMessage(err)}
 }
 
 // rewake handles a dial failure to an awake function (it was stopped or
@@ -189,7 +189,7 @@ func (p *Proxy) rewake(ctx context.Context, e *entry, failedHost string) (*url.U
 		e.state, e.live = asleep, nil
 	}
 	e.mu.Unlock()
-	u, _, err := p.await(ctx, e, false)
+	u, _, err := p.await(ctx, e, p.cfg.WakeTimeout)
 	return u, err
 }
 

@@ -113,8 +113,8 @@ func TestScaleToZeroAndColdStart(t *testing.T) {
 }
 
 // TestColdStartFailureAnswers503: a version that cannot start gives the
-// held requests a 503 without the function's stderr, and the next request
-// tries again.
+// held requests a 503 without the function's stderr, which goes to the
+// invocation record, and the next request tries again.
 func TestColdStartFailureAnswers503(t *testing.T) {
 	t.Parallel()
 	f := setup(t, options{idle: map[string]time.Duration{"flaky": time.Hour}})
@@ -125,9 +125,12 @@ func TestColdStartFailureAnswers503(t *testing.T) {
 	// The version cannot start (as a crash-looping one does).
 	f.scaler.failWith(domain.Errorf(domain.EUNPROCESSABLE, "Traceback: secret stderr"))
 	a := f.get("flaky", "/")
-	wantError(t, a, 503, domain.EUNAVAILABLE, "could not be started")
+	wantError(t, a, 503, domain.EUNAVAILABLE, `function "flaky" failed to start`)
 	if strings.Contains(string(a.body), "secret") {
 		t.Fatalf("the function's stderr reached an anonymous caller: %s", a.body)
+	}
+	if invs := f.waitInvocations("flaky", 1); len(invs) != 1 || !strings.Contains(invs[0].Error, "Traceback: secret stderr") {
+		t.Fatalf("the owner's record lacks the stderr: %+v", invs)
 	}
 	f.scaler.failWith(nil)
 	decodeEcho(t, f.get("flaky", "/"))
@@ -376,6 +379,29 @@ func TestDeletedFunctionLeavesNoMetrics(t *testing.T) {
 	if got := f.seriesOf(t, "short-lived"); len(got) != 0 {
 		t.Fatalf("a late run made series again: %v", got)
 	}
+}
+
+// proxyErrors is the count of requests the proxy answered itself for reason
+// (a series without a namespace: the fixture's registry is its own).
+func (f *fixture) proxyErrors(t testing.TB, reason string) float64 {
+	t.Helper()
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sless_proxy_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // seriesOf lists the metric series (name and labels) of one function of the
