@@ -65,17 +65,25 @@ func (m *memCode) put(key string, b []byte) {
 }
 
 // countingScaler counts the wakes and sleeps a real Scaler does, and can
-// make wakes fail.
+// make wakes fail or hold them.
 type countingScaler struct {
 	proxy.Scaler
 	wakes, sleeps atomic.Int64
 	fail          atomic.Pointer[error]
+	hold          atomic.Pointer[chan struct{}] // wakes wait for it to close
 }
 
 func (c *countingScaler) Wake(ctx context.Context, ns, fn string) (string, error) {
 	c.wakes.Add(1)
 	if err := c.fail.Load(); err != nil {
 		return "", *err
+	}
+	if ch := c.hold.Load(); ch != nil {
+		select {
+		case <-*ch:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
 	}
 	return c.Scaler.Wake(ctx, ns, fn)
 }

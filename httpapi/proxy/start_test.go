@@ -65,6 +65,35 @@ func TestStartingFunctionIsWaitedFor(t *testing.T) {
 	}
 }
 
+// TestStartWaitIsBoundedByTimeout: a request waits for a start at most the
+// function's timeout_sec (here 1 s, WakeTimeout 20 s), then gets 503 with
+// Retry-After; the start goes on, and serves the next request.
+func TestStartWaitIsBoundedByTimeout(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{})
+	spec := pySpec
+	spec.TimeoutSec = 1
+	f.build("slow-start", spec, pyEcho)
+	f.waitRoute("slow-start", func(st proxy.RouteState) bool { return st.Phase == domain.PhaseReady && st.HTTPEnabled })
+	hold := make(chan struct{})
+	f.scaler.hold.Store(&hold)
+
+	start := time.Now()
+	a := f.get("slow-start", "/")
+	wantError(t, a, 503, domain.EUNAVAILABLE, "did not start in time")
+	if a.header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("waited %v for the start, beyond the function's timeout", took)
+	}
+	close(hold)
+	decodeEcho(t, f.get("slow-start", "/"))
+	if n := f.scaler.wakes.Load(); n != 1 {
+		t.Fatalf("%d starts, want 1", n)
+	}
+}
+
 // TestStartFailureStaysPrivate: a function whose start fails with a
 // traceback naming paths of the host answers a stranger only that it failed
 // to start (or, once its rollout failed, its phase); the traceback is in the
