@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"net/url"
@@ -36,7 +37,8 @@ type Options struct {
 	// 0700): they go to SharedDir/pg-<hash of Dir's absolute path>, tied to Dir,
 	// and the password stays in Dir. Default DefaultSharedDir (/var/lib/sless).
 	SharedDir string
-	// Port is the TCP port on 127.0.0.1; 0 picks a free one at every start.
+	// Port is the TCP port on 127.0.0.1; 0 picks a free one at start (a restart
+	// after a crash keeps it, since clients hold the URL).
 	Port int
 	// BinDir is a directory holding initdb and postgres; empty searches PATH and
 	// /usr/lib/postgresql/*/bin, newest first.
@@ -49,30 +51,45 @@ type Options struct {
 	// StartTimeout bounds how long Start waits for the server to accept
 	// connections; default 60s.
 	StartTimeout time.Duration
+	// RestartTimeout bounds how long a server that died is restarted (with
+	// backoff) before the cluster gives up and reports it through Done and Err;
+	// default 1 minute.
+	RestartTimeout time.Duration
+	// Logger receives one line per change of the server's state (down,
+	// restarting, back up, giving up); nil discards them.
+	Logger *slog.Logger
 }
 
-// Cluster is a running private PostgreSQL server owned by this process.
+// Cluster is a running private PostgreSQL server owned by this process. It
+// restarts the server when it dies (see Options.RestartTimeout).
 type Cluster struct {
-	dir      string // Options.Dir, absolute: the password
-	dataDir  string // PGDATA: dir, or a directory under Options.SharedDir
-	port     int
-	password string
-	major    int
-	bins     binaries
-	acct     account
-	settings map[string]string
+	dir            string // Options.Dir, absolute: the password
+	dataDir        string // PGDATA: dir, or a directory under Options.SharedDir
+	port           int
+	password       string
+	major          int
+	bins           binaries
+	acct           account
+	settings       map[string]string
+	restartTimeout time.Duration
+	log            *slog.Logger
+
+	ctx    context.Context // supervision; cancelled by Stop
+	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	proc     *process // the current (or last) postmaster
 	stopping bool
 
-	done chan struct{} // closed when the server has exited
+	done chan struct{} // closed when the cluster is over: stopped, or given up
+	err  error         // why it gave up; written before done is closed
 }
 
 // Start initialises opts.Dir if needed and starts a PostgreSQL server on it,
 // listening on 127.0.0.1 only, and returns once the server accepts connections.
 // It fails with an error wrapping ErrNoBinaries when PostgreSQL is not installed.
-// The server is stopped by Stop, and on Linux also when this process dies.
+// The server is stopped by Stop, and on Linux also when this process dies; when
+// it dies on its own, it is restarted.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("pglocal: Options.Dir is required")
@@ -86,6 +103,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 60 * time.Second
+	}
+	if opts.RestartTimeout <= 0 {
+		opts.RestartTimeout = time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
@@ -112,7 +135,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{dir: dir, dataDir: dataDir, major: bins.major, bins: bins, acct: acct,
-		settings: maps.Clone(opts.Settings), done: make(chan struct{})}
+		settings: maps.Clone(opts.Settings), restartTimeout: opts.RestartTimeout,
+		log: opts.Logger.With("data_dir", dataDir), done: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if major == 0 {
 		if c.password, err = initCluster(ctx, bins, acct, dir, dataDir); err != nil {
 			return nil, err
@@ -147,13 +172,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		p, err := c.launch(ctx)
 		if err == nil {
-			go func() {
-				<-p.done
-				close(c.done)
-			}()
+			go c.supervise(p)
 			return c, nil
 		}
 		if opts.Port != 0 || attempt == 2 || !errors.Is(err, errBind) {
+			c.cancel()
 			return nil, err
 		}
 	}
@@ -187,8 +210,20 @@ func (c *Cluster) DataDir() string { return c.dataDir }
 // Major returns the PostgreSQL major version of the server.
 func (c *Cluster) Major() int { return c.major }
 
-// Done is closed when the server process has exited, whether by Stop or not.
+// Done is closed when the cluster is over: after Stop, or when a server that
+// died could not be brought back (then Err says why, and the caller should exit).
 func (c *Cluster) Done() <-chan struct{} { return c.done }
+
+// Err returns nil while the cluster runs and after Stop, and the reason once
+// Done is closed because the server died and could not be restarted.
+func (c *Cluster) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
 
 // EnsureDatabase creates database name unless it exists already.
 func (c *Cluster) EnsureDatabase(ctx context.Context, name string) error {

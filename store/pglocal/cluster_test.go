@@ -143,6 +143,10 @@ func TestFixedPortAndTakeOverFromEarlierServer(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the earlier server is still running")
 	}
+	// The earlier cluster does not fight for its data directory: it gives up.
+	if err := first.Err(); err == nil || !strings.Contains(err.Error(), "shut down by another process") {
+		t.Errorf("first.Err() = %v, want a report of the shutdown from outside", err)
+	}
 	if second.Port() != port {
 		t.Fatalf("Port() = %d, want the fixed %d", second.Port(), port)
 	}

@@ -22,5 +22,15 @@
 // Missing parents of the data directory are created 0711 for the same reason;
 // the directories holding secrets are 0700.
 //
+// A server that dies (killed, or crashed) is restarted on the same port with
+// backoff; if it cannot be brought back within Options.RestartTimeout, or it was
+// shut down from outside (exit status 0, such as a second sless taking over the
+// data directory), the cluster gives up: Done is closed and Err says why, so the
+// server using it can exit instead of failing every query. Each change of state
+// is logged once:
+//
+//	running ─▶ down ─▶ restarting ─▶ running (back up)
+//	                        └──────▶ given up (Done, Err)
+//
 // pglocal imports only the standard library and pgx.
 package pglocal

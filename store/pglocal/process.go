@@ -132,14 +132,15 @@ func (c *Cluster) current() *process {
 }
 
 // Stop shuts the server down with PostgreSQL's "fast" mode (clients are
-// disconnected, work is checkpointed) and waits for it to exit. If ctx ends
-// first, the server is stopped immediately (crash-safe, recovered on next
-// start). Stopping a server that has exited already returns nil.
+// disconnected, work is checkpointed), ends supervision and waits for both. If
+// ctx ends first, the server is stopped immediately (crash-safe, recovered on
+// next start). Stopping a cluster that is over already returns nil.
 func (c *Cluster) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	c.stopping = true
 	p := c.proc
 	c.mu.Unlock()
+	c.cancel() // ends a restart in progress
 	select {
 	case <-c.done:
 		return nil

@@ -1,0 +1,169 @@
+package pglocal
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// logBuffer collects a cluster's log lines for the test to count.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) count(s string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.buf.String(), s)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// supervised starts a cluster whose log lines go to the returned buffer.
+func supervised(t *testing.T, restartTimeout time.Duration) (*Cluster, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	c := start(t, Options{Dir: filepath.Join(baseDir(t), "data"), Settings: map[string]string{"fsync": "off"},
+		RestartTimeout: restartTimeout, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	return c, logs
+}
+
+// killPostmaster kills the current postmaster as the OOM killer would.
+func killPostmaster(t *testing.T, c *Cluster) {
+	t.Helper()
+	if err := syscall.Kill(c.current().cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond until it holds or a generous deadline passes (the
+// machine is shared: the deadline only catches a hang).
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still failing after 60s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestRestartsAKilledServer(t *testing.T) {
+	t.Parallel()
+	skipWithoutBinaries(t)
+	ctx := context.Background()
+	c, logs := supervised(t, time.Minute)
+	port := c.Port()
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE kept AS SELECT 'yes' AS v"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+
+	killedAt := time.Now()
+	killPostmaster(t, c)
+	eventually(t, "query after kill -9", func() error {
+		conn, err := pgx.Connect(ctx, c.URL("postgres"))
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		var v string
+		return conn.QueryRow(ctx, "SELECT v FROM kept").Scan(&v)
+	})
+	t.Logf("answering again %s after kill -9", time.Since(killedAt).Round(time.Millisecond))
+	if c.Port() != port {
+		t.Errorf("Port() = %d after the restart, want %d (clients hold the URL)", c.Port(), port)
+	}
+	eventually(t, "back-up log line", func() error {
+		if logs.count("back up") == 0 {
+			return context.DeadlineExceeded
+		}
+		return nil
+	})
+	for _, line := range []string{"is down", "restarting", "back up"} {
+		if n := logs.count(line); n != 1 {
+			t.Errorf("%d log lines with %q, want 1:\n%s", n, line, logs)
+		}
+	}
+	select {
+	case <-c.Done():
+		t.Fatalf("Done closed after a successful restart: %v", c.Err())
+	default:
+	}
+
+	// Stop while the server is down (or already restarting) ends it all cleanly.
+	killPostmaster(t, c)
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-c.Done()
+	if err := c.Err(); err != nil {
+		t.Errorf("Err() after Stop = %v, want nil", err)
+	}
+	if err := c.ping(ctx); err == nil {
+		t.Error("the server answers after Stop")
+	}
+}
+
+func TestGivesUpWhenTheServerCannotRestart(t *testing.T) {
+	t.Parallel()
+	skipWithoutBinaries(t)
+	const restartTimeout = 2 * time.Second
+	c, logs := supervised(t, restartTimeout)
+	// A data directory that no server can open any more.
+	if err := os.WriteFile(filepath.Join(c.DataDir(), "PG_VERSION"), []byte("1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := time.Now()
+	killPostmaster(t, c)
+	select {
+	case <-c.Done():
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no fatal report 60s after kill -9 with a %s restart timeout", restartTimeout)
+	}
+	t.Logf("gave up %s after kill -9", time.Since(killedAt).Round(time.Millisecond))
+	err := c.Err()
+	if err == nil || !strings.Contains(err.Error(), "could not be restarted within 2s") {
+		t.Fatalf("Err() = %v, want a report of the failed restart", err)
+	}
+	if !strings.Contains(err.Error(), "PG_VERSION") && !strings.Contains(err.Error(), "incompatible") {
+		t.Errorf("Err() = %v, want the server's own reason in it", err)
+	}
+	for _, line := range []string{"is down", "restarting", "giving up"} {
+		if n := logs.count(line); n != 1 {
+			t.Errorf("%d log lines with %q, want 1:\n%s", n, line, logs)
+		}
+	}
+	if err := c.Stop(context.Background()); err != nil {
+		t.Errorf("Stop after giving up: %v", err)
+	}
+}
