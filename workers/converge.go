@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
 )
 
@@ -24,13 +27,17 @@ const maxConverge = 5
 // unique insert locks this job's row, so the completion waits for that change
 // to commit, and the re-read after it sees the change.
 //
-// apply's error is the driver's: retried by River unless giveUp says the
-// failure is final, in which case record gets it. It returns the state it
-// recorded (or handed over).
+// apply's error is the driver's. applyBounded retries it until the rollout
+// timeout (Config.RolloutTimeout, shared by the rounds of one attempt), after
+// which it is final: record gets it, as it gets a failure giveUp says is
+// final. Only a stop or River's timeout leaves the job for River to retry. It
+// returns the state it recorded (or handed over).
 func converge[S interface{ same(S) bool }, A river.JobArgs](ctx context.Context, w *Workers, job *river.Job[A], what string, want S,
-	apply func(S) error, reread func(*store.Tx) (S, error), record func(*store.Tx, S, error) error) (S, error) {
+	apply func(context.Context, S) error, reread func(*store.Tx) (S, error), record func(*store.Tx, S, error) error) (S, error) {
+	actx, cancel := context.WithTimeout(ctx, w.cfg.RolloutTimeout)
+	defer cancel()
 	for round := 1; ; round++ {
-		applyErr := apply(want)
+		applyErr := applyBounded(ctx, actx, w, job.JobRow, what, func(c context.Context) error { return apply(c, want) })
 		if ierr := interrupted(ctx, what); ierr != nil {
 			return want, ierr
 		}
@@ -59,5 +66,37 @@ func converge[S interface{ same(S) bool }, A river.JobArgs](ctx context.Context,
 			return want, err
 		}
 		want = now
+	}
+}
+
+// applyBounded calls apply (with actx, which ends at the rollout timeout)
+// until it succeeds or fails for good (giveUp). A retryable failure is tried
+// again after a short backoff (0.5 s doubling to 15 s) instead of River's
+// backoff, which took hours over ten attempts and left a function "being
+// started" all along; when actx ends first the last failure becomes final,
+// EUNPROCESSABLE "could not be done within <timeout>". ctx is the job's: when
+// it ends, apply's error is returned as is (interrupted).
+func applyBounded(ctx, actx context.Context, w *Workers, row *rivertype.JobRow, what string, apply func(context.Context) error) error {
+	backoff := 500 * time.Millisecond
+	for {
+		err := apply(actx)
+		if err == nil || ctx.Err() != nil || giveUp(row, err) {
+			return err
+		}
+		if actx.Err() == nil {
+			w.log.WarnContext(ctx, "workers: retrying", "job", what, "in", backoff, "error", err)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+				backoff = min(2*backoff, 15*time.Second)
+				continue
+			case <-actx.Done():
+				t.Stop()
+			}
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		return domain.Errorf(domain.EUNPROCESSABLE, "%s could not be done within %s: %s", what, w.cfg.RolloutTimeout, platformMessage(err))
 	}
 }

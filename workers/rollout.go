@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -52,6 +53,12 @@ type rolloutWorker struct {
 	w *Workers
 }
 
+// Timeout leaves the rollout timeout to converge, which records a function
+// that could not be started in time as failed.
+func (r *rolloutWorker) Timeout(*river.Job[RolloutArgs]) time.Duration {
+	return r.w.cfg.convergeTimeout()
+}
+
 // Work converges the function, see rolloutWorker.
 func (r *rolloutWorker) Work(ctx context.Context, job *river.Job[RolloutArgs]) error {
 	w, a := r.w, job.Args
@@ -64,8 +71,8 @@ func (r *rolloutWorker) Work(ctx context.Context, job *river.Job[RolloutArgs]) e
 	var f *domain.Function
 	var triggers []domain.Trigger
 	want, err = converge(ctx, w, job, "roll out "+a.Namespace+"/"+a.Function, want,
-		func(d desired) error {
-			endpoint, deployErr = w.deploy(ctx, d)
+		func(actx context.Context, d desired) error {
+			endpoint, deployErr = w.deploy(actx, d)
 			return deployErr
 		},
 		func(tx *store.Tx) (desired, error) {

@@ -169,3 +169,32 @@ func TestRolloutChangeCommittingDuringCompletionIsNotLost(t *testing.T) {
 	<-done
 	h.converged("lock", "lock-http", 1)
 }
+
+// TestRolloutThatCannotStartFailsWithinTimeout: a driver that keeps failing
+// with a retryable error makes the function Failed, with the error, once the
+// rollout timeout has passed; it does not stay "being started".
+func TestRolloutThatCannotStartFailsWithinTimeout(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
+		d.onDeploy = func(ctx context.Context, dep workers.Deployment) (string, error) {
+			if dep.Replicas > 0 {
+				return "", domain.Errorf(domain.EUNAVAILABLE, "0/3 nodes are available: insufficient memory")
+			}
+			return "", nil
+		}
+	})
+	h.start(func(c *workers.Config) { c.RolloutTimeout = 2 * time.Second })
+	h.readyFunction("stuck", pySpec)
+	h.createTrigger("stuck-http", domain.TriggerHTTP, "stuck", "", true)
+	h.eventually(30*time.Second, func() error {
+		f := h.function("stuck")
+		if f.Phase != domain.PhaseFailed || !strings.Contains(f.Message, "within 2s") || !strings.Contains(f.Message, "insufficient memory") {
+			return errorf("function %s %q; want Failed, not started within 2s, with the driver's error", f.Phase, f.Message)
+		}
+		return nil
+	})
+	if tr := h.trigger("stuck-http"); tr.Active {
+		t.Fatal("the trigger of a function that never started is active")
+	}
+}

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -49,6 +50,11 @@ type scheduleWorker struct {
 	w *Workers
 }
 
+// Timeout leaves the rollout timeout to converge, as for rollouts.
+func (s *scheduleWorker) Timeout(*river.Job[ScheduleArgs]) time.Duration {
+	return s.w.cfg.convergeTimeout()
+}
+
 // Work converges the trigger's schedule, see scheduleWorker.
 func (s *scheduleWorker) Work(ctx context.Context, job *river.Job[ScheduleArgs]) error {
 	w, a := s.w, job.Args
@@ -58,7 +64,7 @@ func (s *scheduleWorker) Work(ctx context.Context, job *river.Job[ScheduleArgs])
 	}
 	var t *domain.Trigger
 	_, err = converge(ctx, w, job, "schedule "+a.Namespace+"/"+a.Trigger, want,
-		func(c cronState) error { return w.applySchedule(ctx, a, c) },
+		func(actx context.Context, c cronState) error { return w.applySchedule(actx, a, c) },
 		func(tx *store.Tx) (cronState, error) {
 			t = domain.NewTrigger(a.Namespace, a.Trigger)
 			if err := tx.Load(ctx, domain.TriggerStream(a.Namespace, a.Trigger), t); err != nil {

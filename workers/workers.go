@@ -25,6 +25,8 @@ const (
 	DefaultBuildWorkers   = 2
 	DefaultRolloutWorkers = 10
 	DefaultRunWorkers     = 20
+	// DefaultRolloutTimeout is how long a rollout may try to start a function.
+	DefaultRolloutTimeout = 5 * time.Minute
 	// DefaultShutdownTimeout is how long Stop lets running jobs finish.
 	DefaultShutdownTimeout = 15 * time.Second
 )
@@ -77,6 +79,12 @@ type Config struct {
 	// InvocationRetention is how long the invocation log keeps a day (its
 	// daily partitions are dropped after). Default DefaultInvocationRetention.
 	InvocationRetention time.Duration
+	// RolloutTimeout bounds one rollout (and one schedule apply), retries of
+	// the driver's retryable failures included: a function that cannot be
+	// started within it goes Failed with the last error ("... could not be
+	// done within 5m0s: ..."), instead of waiting for hours of River retries.
+	// Default DefaultRolloutTimeout.
+	RolloutTimeout time.Duration
 	// ShutdownTimeout is how long Stop lets running jobs finish before it
 	// interrupts them (SLESS_SHUTDOWN_TIMEOUT). An interrupted job run is run
 	// again on the next start only when its function is RetrySafe; otherwise
@@ -182,6 +190,9 @@ func (c *Config) defaults() error {
 	if c.CronCatchUp >= completedRetention-time.Hour {
 		return domain.Errorf(domain.EINVALID, "workers: CronCatchUp %s must be below %s", c.CronCatchUp, completedRetention-time.Hour)
 	}
+	if c.RolloutTimeout <= 0 {
+		c.RolloutTimeout = DefaultRolloutTimeout
+	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -214,8 +225,12 @@ func (c *Config) defaults() error {
 // longestTimeout is the longest a job may run: River rescues a job as stuck
 // only after it, plus a margin, so a running build is never run twice.
 func (c *Config) longestTimeout() time.Duration {
-	return max(c.BuildTimeout, maxRunTimeout, rolloutTimeout)
+	return max(c.BuildTimeout, maxRunTimeout, rolloutTimeout, c.convergeTimeout())
 }
+
+// convergeTimeout is the River timeout of a rollout or schedule job: the
+// rollout timeout bounds the driver calls, the margin the outcome's recording.
+func (c *Config) convergeTimeout() time.Duration { return c.RolloutTimeout + time.Minute }
 
 // maxRunTimeout is the River timeout of a run: the longest function timeout
 // plus the margin. Each run also gets its own function's timeout.
