@@ -2,6 +2,7 @@ package runtimes_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/runtimes"
 )
 
@@ -327,6 +329,7 @@ func TestConformance(t *testing.T) {
 			t.Run("server", func(t *testing.T) { t.Parallel(); testServer(t, fx) })
 			t.Run("health_while_loading", func(t *testing.T) { t.Parallel(); testHealthWhileLoading(t, fx) })
 			t.Run("load_failure", func(t *testing.T) { t.Parallel(); testLoadFailure(t, fx) })
+			t.Run("check", func(t *testing.T) { t.Parallel(); testCheck(t, fx) })
 			t.Run("job", func(t *testing.T) { t.Parallel(); testJob(t, fx) })
 		})
 	}
@@ -471,6 +474,52 @@ func testLoadFailure(t *testing.T, fx fixture) {
 			}
 			if !strings.Contains(message, c.want) {
 				t.Errorf("failure output does not say %q:\n%s", c.want, message)
+			}
+		})
+	}
+}
+
+// testCheck: Check finds every load failure at build time, with the same
+// reason a starting process gives, and passes code that loads. (Go: Build
+// already compiled the entrypoint in, so Check has nothing to do.)
+func testCheck(t *testing.T, fx fixture) {
+	if fx.runtime == "go1.23" {
+		t.Skip("Go has no load check: Build compiles the entrypoint in (see testLoadFailure)")
+	}
+	rt := mustLookup(t, fx.runtime)
+	cases := []struct {
+		name, sample, entrypoint, env, want string
+	}{
+		{"loads", "handler", fx.entrypoint, "", ""},
+		{"exception_at_load", "handler", fx.entrypoint, "SAMPLE_FAIL_LOAD=1", "load failed on purpose"},
+		{"broken_code", "broken", fx.entrypoint, "", fx.broken},
+		{"missing_entrypoint", "handler", fx.missing, "", fx.missing[strings.LastIndex(fx.missing, ".")+1:]},
+		{"missing_module", "handler", "nothere." + fx.entrypoint[strings.LastIndex(fx.entrypoint, ".")+1:], "", "nothere"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir, _, err := prepare(t, fx.runtime, c.sample, c.entrypoint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := []string{entry(c.entrypoint)}
+			if c.env != "" {
+				env = append(env, c.env)
+			}
+			out, err := rt.Check(context.Background(), dir, runtimes.BuildOptions{Env: env})
+			switch {
+			case c.want == "":
+				if err != nil {
+					t.Fatalf("Check: %v\n%s", err, out)
+				}
+			case err == nil:
+				t.Fatalf("Check passed code that cannot load; output:\n%s", out)
+			default:
+				wantCode(t, err, domain.EUNPROCESSABLE)
+				if !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("Check error does not say %q: %v", c.want, err)
+				}
 			}
 		})
 	}

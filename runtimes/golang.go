@@ -65,20 +65,32 @@ func unignore(src []byte) []byte {
 	return src
 }
 
-func (golang) build(ctx context.Context, dir string) (string, error) {
+func (golang) build(ctx context.Context, dir string, opts BuildOptions) (string, error) {
 	fnDir := filepath.Join(dir, FunctionDir)
 	if err := requireFile(filepath.Join(fnDir, goEntrypointFile), "install the runtime"); err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(dir, goBinary), ".")
-	cmd.Dir = fnDir
-	cmd.Env = goBuildEnv(os.Environ())
-	out, err := cmd.CombinedOutput()
+	goTool, err := exec.LookPath("go")
 	if err != nil {
-		return string(out), buildError(ctx, "go build", out, err)
+		return "", domain.Errorf(domain.EUNAVAILABLE, "go is not available: %v", err)
+	}
+	goTool = realPath(goTool)
+	env := opts.toolEnv(filepath.Dir(goTool))
+	if opts.Home != "" { // caches of its own, below the home the caller gave
+		env = append(env, "GOCACHE="+filepath.Join(opts.Home, GoCacheDir), "GOPATH="+filepath.Join(opts.Home, "go"),
+			"GOMODCACHE="+filepath.Join(opts.Home, "go", "pkg", "mod"))
+	}
+	t := Tool{Name: "go build", Path: goTool, Args: []string{"build", "-trimpath", "-o", filepath.Join(dir, goBinary), "."},
+		Dir: fnDir, Env: goBuildEnv(env)}
+	out, err := opts.run(ctx, t)
+	if err != nil {
+		return string(out), buildError(ctx, t.Name, out, err)
 	}
 	return string(out), nil
 }
+
+// GoCacheDir is where, below BuildOptions.Home, Go builds keep their build cache.
+const GoCacheDir = ".cache/go-build"
 
 // goBuildEnv is the caller's environment (GOCACHE, GOPROXY, GOPATH are shared) made
 // reproducible: no toolchain download, no enclosing workspace, go.sum completed when

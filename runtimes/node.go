@@ -32,7 +32,7 @@ func (node) install(dir, entrypoint string) error {
 	return copyWrapper("nodejs20", nodeWrapper, filepath.Join(dir, nodeWrapper))
 }
 
-func (node) build(ctx context.Context, dir string) (string, error) {
+func (node) build(ctx context.Context, dir string, opts BuildOptions) (string, error) {
 	fnDir := filepath.Join(dir, FunctionDir)
 	data, err := os.ReadFile(filepath.Join(fnDir, "package.json"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -50,11 +50,20 @@ func (node) build(ctx context.Context, dir string) (string, error) {
 	if len(manifest.Dependencies) == 0 {
 		return "", nil
 	}
-	cmd := exec.CommandContext(ctx, "npm", "install", "--omit=dev", "--no-audit", "--no-fund", "--no-update-notifier")
-	cmd.Dir = fnDir
-	out, err := cmd.CombinedOutput()
+	npm, err := exec.LookPath("npm")
 	if err != nil {
-		return string(out), buildError(ctx, "npm install", out, err)
+		return "", domain.Errorf(domain.EUNAVAILABLE, "npm is not available: %v", err)
+	}
+	nodePath, err := nodejs.resolve()
+	if err != nil {
+		return "", err
+	}
+	npm = realPath(npm)
+	t := Tool{Name: "npm install", Path: npm, Args: []string{"install", "--omit=dev", "--no-audit", "--no-fund", "--no-update-notifier"},
+		Dir: fnDir, Env: opts.toolEnv(filepath.Dir(nodePath), filepath.Dir(npm))}
+	out, err := opts.run(ctx, t)
+	if err != nil {
+		return string(out), buildError(ctx, t.Name, out, err)
 	}
 	return string(out), nil
 }

@@ -76,7 +76,7 @@ func prepare(tb testing.TB, runtime, sample, entrypoint string) (dir, buildLog s
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		p.buildLog, p.buildErr = rt.Build(ctx, p.dir)
+		p.buildLog, p.buildErr = rt.Build(ctx, p.dir, runtimes.BuildOptions{})
 	})
 	if p.installErr != nil {
 		tb.Fatalf("prepare %s/%s: %v", runtime, sample, p.installErr)

@@ -26,7 +26,7 @@ func (python) install(dir, entrypoint string) error {
 	return copyWrapper("python3.11", pythonWrapper, filepath.Join(dir, pythonWrapper))
 }
 
-func (python) build(context.Context, string) (string, error) { return "", nil }
+func (python) build(context.Context, string, BuildOptions) (string, error) { return "", nil }
 
 func (python) program(dir string) (string, []string, []string, error) {
 	wrapper := filepath.Join(dir, pythonWrapper)

@@ -32,6 +32,7 @@ type Mode string
 const (
 	ModeServer Mode = "server" // serve HTTP on PORT until stopped
 	ModeJob    Mode = "job"    // call the function once with SLESS_EVENT and exit
+	ModeCheck  Mode = "check"  // load the entrypoint and exit: 0 when it resolves, 1 with the error
 )
 
 // language is what differs between runtimes.
@@ -39,7 +40,7 @@ type language interface {
 	// install writes the wrapper into dir (user code already in dir/function).
 	install(dir, entrypoint string) error
 	// build prepares installed code to run: compiles it or installs its dependencies.
-	build(ctx context.Context, dir string) (log string, err error)
+	build(ctx context.Context, dir string, opts BuildOptions) (log string, err error)
 	// program returns the executable and arguments that run installed, built code, and
 	// environment entries of its own.
 	program(dir string) (path string, args, env []string, err error)
@@ -96,10 +97,11 @@ func (r Runtime) Install(dir, entrypoint string) error {
 
 // Build prepares installed code to run and returns the tool's output: Go compiles the
 // binary, Node.js runs npm install --omit=dev when package.json lists dependencies,
-// Python does nothing. It returns EUNPROCESSABLE with the compiler or npm output when
-// that fails, and EUNAVAILABLE when the tool is missing or ctx ends first.
-func (r Runtime) Build(ctx context.Context, dir string) (string, error) {
-	return r.lang.build(ctx, dir)
+// Python does nothing. The tools run through opts (a sandbox, a home for their
+// caches). It returns EUNPROCESSABLE with the compiler or npm output when that
+// fails, and EUNAVAILABLE when the tool is missing or ctx ends first.
+func (r Runtime) Build(ctx context.Context, dir string, opts BuildOptions) (string, error) {
+	return r.lang.build(ctx, dir, opts)
 }
 
 // Spec is how to start a function process.
@@ -126,8 +128,8 @@ func (s Spec) Cmd(ctx context.Context, env ...string) *exec.Cmd {
 // process. It returns EINVALID for an unknown mode, EUNPROCESSABLE when dir was not
 // installed or built, and EUNAVAILABLE when the interpreter is missing.
 func (r Runtime) Command(dir string, mode Mode) (Spec, error) {
-	if mode != ModeServer && mode != ModeJob {
-		return Spec{}, domain.Errorf(domain.EINVALID, "mode must be %q or %q, got %q", ModeServer, ModeJob, mode)
+	if mode != ModeServer && mode != ModeJob && mode != ModeCheck {
+		return Spec{}, domain.Errorf(domain.EINVALID, "mode must be %q, %q or %q, got %q", ModeServer, ModeJob, ModeCheck, mode)
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {

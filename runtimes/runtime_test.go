@@ -218,10 +218,10 @@ func TestBuildFailsReadably(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, runtimes.FunctionDir, "package.json"), []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := rt.Build(context.Background(), dir)
+	_, err := rt.Build(context.Background(), dir, runtimes.BuildOptions{})
 	wantCode(t, err, domain.EUNPROCESSABLE)
 
-	_, err = mustLookup(t, "go1.23").Build(context.Background(), emptyInstallDir(t))
+	_, err = mustLookup(t, "go1.23").Build(context.Background(), emptyInstallDir(t), runtimes.BuildOptions{})
 	wantCode(t, err, domain.EUNPROCESSABLE) // not installed
 }
 

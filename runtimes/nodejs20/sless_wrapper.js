@@ -7,7 +7,7 @@
 // same behaviour and are tested by one conformance suite.
 //
 // Environment: PORT (8080), SLESS_HOST (all interfaces), SLESS_ENTRYPOINT (module.function,
-// required), SLESS_MODE (server | job), SLESS_EVENT (job input, JSON object),
+// required), SLESS_MODE (server | job | check), SLESS_EVENT (job input, JSON object),
 // SLESS_TIMEOUT_SEC (job time limit; exit 124 when it passes).
 
 const fs = require('node:fs')
@@ -327,6 +327,18 @@ async function runJob (entrypoint) {
   process.exit(0) // open handles the function left (timers, sockets) must not hold the job
 }
 
+// check loads the entrypoint as the server and the job runner would, and exits:
+// 0 when it resolves, 1 with the load error (the build's check).
+async function check (entrypoint) {
+  try {
+    await load(entrypoint)
+  } catch (err) {
+    failLoad(entrypoint, err)
+  }
+  process.stdout.write(`sless: loaded ${entrypoint}\n`)
+  process.exit(0)
+}
+
 function main () {
   captureStream(process.stdout, true)
   captureStream(process.stderr, false)
@@ -334,8 +346,9 @@ function main () {
   const mode = process.env.SLESS_MODE || 'server'
   if (mode === 'server') serve(entrypoint)
   else if (mode === 'job') runJob(entrypoint)
+  else if (mode === 'check') check(entrypoint)
   else {
-    process.stderr.write(`sless: SLESS_MODE must be server or job, got ${JSON.stringify(mode)}\n`)
+    process.stderr.write(`sless: SLESS_MODE must be server, job or check, got ${JSON.stringify(mode)}\n`)
     process.exit(2)
   }
 }

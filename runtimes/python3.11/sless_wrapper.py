@@ -6,7 +6,7 @@ documented in runtimes/doc.go; this file and its Node.js and Go siblings impleme
 same behaviour and are tested by one conformance suite.
 
 Environment: PORT (8080), SLESS_HOST (all interfaces), SLESS_ENTRYPOINT (module.function,
-required), SLESS_MODE (server | job), SLESS_EVENT (job input, JSON object),
+required), SLESS_MODE (server | job | check), SLESS_EVENT (job input, JSON object),
 SLESS_TIMEOUT_SEC (job time limit; exit 124 when it passes).
 """
 
@@ -374,6 +374,17 @@ def _exit(code):
     os._exit(code)
 
 
+def _check(entrypoint):
+    """Loads the entrypoint as the server and the job runner would, and exits:
+    0 when it resolves, 1 with the load error (the build's check)."""
+    try:
+        _load(entrypoint)
+    except BaseException as exc:  # noqa: BLE001 - any failure to load is the user's
+        _fail_load(entrypoint, exc)
+    sys.stdout.write(f"sless: loaded {entrypoint}\n")
+    _exit(0)
+
+
 def main():
     sys.stdout = _Stream(sys.stdout)
     sys.stderr = _Stream(sys.stderr)
@@ -384,8 +395,10 @@ def main():
         _serve(entrypoint)
     elif mode == "job":
         _run_job(entrypoint)
+    elif mode == "check":
+        _check(entrypoint)
     else:
-        sys.stderr.write(f"sless: SLESS_MODE must be server or job, got {mode!r}\n")
+        sys.stderr.write(f"sless: SLESS_MODE must be server, job or check, got {mode!r}\n")
         sys.exit(2)
 
 

@@ -1,0 +1,33 @@
+package sandbox
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/slessio/sless/domain"
+)
+
+// supported reports whether user namespaces can be made here (as root the
+// sandbox's user namespace is made by its unprivileged program, so the same
+// setting matters); the probe in New finds anything else.
+func supported() error {
+	if data, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && string(data) == "0\n" {
+		return domain.Errorf(domain.EUNAVAILABLE, "no sandbox: user namespaces are disabled (sysctl user.max_user_namespaces=0)")
+	}
+	return nil
+}
+
+// setLimits sets RLIMIT_DATA (memory bytes) and RLIMIT_NPROC (nproc) of a
+// process; zero leaves a limit as it is. Children inherit them.
+func setLimits(pid int, memory, nproc uint64) error {
+	if memory > 0 {
+		if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: memory, Max: memory}, nil); err != nil {
+			return err
+		}
+	}
+	if nproc > 0 {
+		return unix.Prlimit(pid, unix.RLIMIT_NPROC, &unix.Rlimit{Cur: nproc, Max: nproc}, nil)
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package runtimes
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/slessio/sless/domain"
+)
+
+// Tool is one program a build runs: the Go compiler, npm, or the wrapper
+// loading the entrypoint. Paths are the host's; a sandboxing Runner maps them.
+type Tool struct {
+	Name string   // for messages: "go build", "npm install", ...
+	Path string   // absolute path of the program
+	Args []string // arguments after the program name
+	Dir  string   // working directory
+	Env  []string // the whole environment
+}
+
+// Runner runs a build tool and returns its combined output. The tool's own
+// failure is an error wrapping *exec.ExitError; any other error means it
+// could not run. LocalRunner runs it as a plain process.
+type Runner func(ctx context.Context, t Tool) ([]byte, error)
+
+// LocalRunner runs a tool as a plain child process of this one.
+func LocalRunner(ctx context.Context, t Tool) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, t.Path, t.Args...)
+	cmd.Dir, cmd.Env = t.Dir, t.Env
+	return cmd.CombinedOutput()
+}
+
+// DefaultCheckTimeout bounds the load check of an entrypoint.
+const DefaultCheckTimeout = time.Minute
+
+// BuildOptions says how Build and Check run their tools.
+type BuildOptions struct {
+	// Runner runs each tool; nil is LocalRunner.
+	Runner Runner
+	// Home, when set, is the HOME of the build tools and holds their caches
+	// (Go's build and module caches, npm's), and the tools get a clean
+	// environment: PATH, HOME, LANG, TMPDIR and the operator's settings for
+	// reaching registries (GOPROXY, GOSUMDB, GOPRIVATE, GOFLAGS,
+	// npm_config_registry, HTTP(S)_PROXY, ...; see passedThrough). Empty:
+	// the tools inherit this process's environment and caches.
+	Home string
+	// Env is what Check adds to the runtime's environment: the function's
+	// variables and SLESS_ENTRYPOINT, as the function's processes get them.
+	Env []string
+	// CheckTimeout bounds Check (DefaultCheckTimeout).
+	CheckTimeout time.Duration
+}
+
+func (o BuildOptions) run(ctx context.Context, t Tool) ([]byte, error) {
+	if o.Runner == nil {
+		return LocalRunner(ctx, t)
+	}
+	return o.Runner(ctx, t)
+}
+
+// passedThrough are the operator's variables that build tools need to reach
+// their registries; with BuildOptions.Home set nothing else of this
+// process's environment reaches a build.
+var passedThrough = []string{
+	"GOPROXY", "GOSUMDB", "GONOSUMDB", "GONOSUMCHECK", "GOPRIVATE", "GONOPROXY", "GOINSECURE", "GOFLAGS",
+	"GOAMD64", "GOARM64", "CGO_ENABLED",
+	"npm_config_registry", "NPM_CONFIG_REGISTRY",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+}
+
+// toolEnv is the environment of a build tool whose programs live in bins:
+// the caller's (no Home) or a clean one around Home.
+func (o BuildOptions) toolEnv(bins ...string) []string {
+	if o.Home == "" {
+		return os.Environ()
+	}
+	path := append(bins, "/usr/local/bin", "/usr/bin", "/bin")
+	env := []string{"PATH=" + strings.Join(path, string(os.PathListSeparator)), "HOME=" + o.Home, "LANG=C.UTF-8", "TMPDIR=/tmp"}
+	for _, name := range passedThrough {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}
+
+// Check loads the installed, built function in dir the way its processes
+// will (Python: imports the module, compiling it; Node.js: requires it) and
+// fails when the entrypoint does not resolve: a missing module or function,
+// a syntax error, an exception at load. It returns the check's output, and
+// EUNPROCESSABLE with the load error when it fails, EUNAVAILABLE when it
+// could not run. Go needs none: Build compiled the entrypoint in.
+func (r Runtime) Check(ctx context.Context, dir string, opts BuildOptions) (string, error) {
+	if _, ok := r.lang.(golang); ok {
+		return "", nil
+	}
+	spec, err := r.Command(dir, ModeCheck)
+	if err != nil {
+		return "", err
+	}
+	timeout := opts.CheckTimeout
+	if timeout <= 0 {
+		timeout = DefaultCheckTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := Tool{Name: "loading the entrypoint", Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: append(spec.Env, opts.Env...)}
+	out, err := opts.run(ctx, t)
+	if err != nil {
+		if ctx.Err() != nil && ctx.Err() == context.DeadlineExceeded {
+			return string(out), domain.Errorf(domain.EUNPROCESSABLE, "loading the entrypoint did not finish within %s: the module blocks at import", timeout)
+		}
+		return string(out), buildError(ctx, t.Name, out, err)
+	}
+	return string(out), nil
+}
+
+// realPath resolves a tool found on PATH through its links (npm is a link
+// into node's lib folder), so a sandbox can bind the folder it lives in.
+func realPath(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		return p
+	}
+	return path
+}
