@@ -79,7 +79,7 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 	if err != nil {
 		return workers.BuildResult{}, err
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return workers.BuildResult{}, fmt.Errorf("create %s: %w", filepath.Dir(dir), err)
 	}
 	// A crash in an earlier attempt may have left a partial directory behind.
@@ -111,11 +111,26 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 		return workers.BuildResult{}, fmt.Errorf("install %s runtime: %w", rt.Name(), err)
 	}
 	start := time.Now()
-	log, err := rt.Build(ctx, tmp)
+	// The tenant's build steps run as its uid, on a directory it owns; then
+	// the platform takes the directory back, read-only to the tenant.
+	if err := d.handOver(k, tmp); err != nil {
+		return workers.BuildResult{}, err
+	}
+	env := processEnv(workers.Workload{Config: b.Config})
+	opts := d.buildOptions(k, tmp, env)
+	log, err := rt.Build(ctx, tmp, opts)
+	if err == nil {
+		var checkLog string
+		checkLog, err = rt.Check(ctx, tmp, opts)
+		log += checkLog
+	}
 	if err != nil {
 		if domain.ErrorCode(err) == domain.EUNPROCESSABLE {
 			return failed(log, domain.ErrorMessage(err)), nil
 		}
+		return workers.BuildResult{}, err
+	}
+	if err := d.takeBack(tmp); err != nil {
 		return workers.BuildResult{}, err
 	}
 	d.opts.Logger.Info("localdriver: built", "function", k.String(), "version", b.Version,

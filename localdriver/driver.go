@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/localdriver/sandbox"
 	"github.com/slessio/sless/workers"
 )
 
@@ -39,6 +40,11 @@ type Options struct {
 	// returns EUNPROCESSABLE). It is called from the goroutine that
 	// supervised the process and must not block for long. May be nil.
 	OnFailure func(namespace, function string)
+	// Sandbox runs every process of user code (servers, jobs, build steps).
+	// nil makes a bubblewrap sandbox keeping its state in Dir/sandbox, and New
+	// fails when none can be made here; pass one made with
+	// sandbox.Options{Insecure: true} to run unsandboxed.
+	Sandbox *sandbox.Sandbox
 	// Logger receives lifecycle events and the output a function process
 	// prints outside of requests; nil means slog.Default().
 	Logger *slog.Logger
@@ -88,6 +94,7 @@ func (o Options) withDefaults() Options {
 type Driver struct {
 	opts   Options
 	builds string // Dir/builds
+	sb     *sandbox.Sandbox
 
 	closing chan struct{} // closed by Close: waits for health end at once
 
@@ -103,8 +110,10 @@ type fnKey struct{ ns, fn string }
 
 func (k fnKey) String() string { return k.ns + "/" + k.fn }
 
-// New returns a Driver keeping its builds under opts.Dir, which it creates.
-// It returns EINVALID without a Dir and EUNAVAILABLE when Dir cannot be made.
+// New returns a Driver keeping its builds under opts.Dir, which it creates
+// (0700: it holds every tenant's code). It returns EINVALID without a Dir and
+// EUNAVAILABLE when Dir cannot be made or, without Options.Sandbox, when no
+// sandbox can be made here.
 func New(opts Options) (*Driver, error) {
 	if opts.Dir == "" {
 		return nil, domain.Errorf(domain.EINVALID, "localdriver: Options.Dir is required")
@@ -115,13 +124,23 @@ func New(opts Options) (*Driver, error) {
 	}
 	opts.Dir = dir
 	builds := filepath.Join(dir, "builds")
-	if err := os.MkdirAll(builds, 0o755); err != nil {
+	if err := os.MkdirAll(builds, 0o700); err != nil {
 		return nil, domain.Errorf(domain.EUNAVAILABLE, "localdriver: create %s: %v", builds, err)
+	}
+	if err := os.Chmod(builds, 0o700); err != nil {
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "localdriver: %v", err)
+	}
+	sb := opts.Sandbox
+	if sb == nil {
+		if sb, err = sandbox.New(sandbox.Options{Dir: filepath.Join(dir, "sandbox")}); err != nil {
+			return nil, err
+		}
 	}
 	ensureGoCache(dir)
 	return &Driver{
 		opts:      opts.withDefaults(),
 		builds:    builds,
+		sb:        sb,
 		closing:   make(chan struct{}),
 		functions: map[fnKey]*function{},
 		jobs:      map[*job]struct{}{},
@@ -138,6 +157,9 @@ func ensureGoCache(dir string) {
 	}
 	_ = os.Setenv("GOCACHE", filepath.Join(dir, "go-build-cache"))
 }
+
+// Sandbox returns how the driver isolates function processes.
+func (d *Driver) Sandbox() *sandbox.Sandbox { return d.sb }
 
 // Close stops every function process (SIGTERM to its process group, SIGKILL
 // after StopGrace) and kills running jobs, then refuses further calls with

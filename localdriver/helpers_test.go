@@ -103,16 +103,20 @@ func pyConfig(env map[string]string) domain.FunctionConfig {
 	return domain.FunctionConfig{Runtime: domain.RuntimePython311, Entrypoint: "handler.handle", MemoryMB: 128, TimeoutSec: 30, EnvVars: env}
 }
 
-// pyHello answers with its pid and GREETING.
+// pyHello answers with GREETING and a random number its process drew when
+// it loaded (in a sandbox every function has the same pid).
 var pyHello = map[string]string{"handler.py": `import os
+import random
+
+INSTANCE = random.SystemRandom().getrandbits(48)
 
 
 def handle(event):
-    return {"pid": os.getpid(), "greeting": os.environ.get("GREETING", "")}
+    return {"instance": INSTANCE, "greeting": os.environ.get("GREETING", "")}
 `}
 
 type hello struct {
-	PID      int    `json:"pid"`
+	Instance int64  `json:"instance"`
 	Greeting string `json:"greeting"`
 }
 

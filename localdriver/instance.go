@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/localdriver/sandbox"
 	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/workers"
 )
@@ -36,9 +37,7 @@ type instance struct {
 	image    string
 	port     int
 	endpoint string
-	spec     runtimes.Spec
-	env      []string
-	memoryMB int
+	command  func() (*sandbox.Cmd, error) // prepares one process of the instance
 	log      *slog.Logger
 	stderr   *tailBuffer // across restarts
 
@@ -75,13 +74,12 @@ func (d *Driver) startInstance(ctx context.Context, k fnKey, w workers.Workload,
 		in := &instance{
 			d: d, key: k, version: w.Version, image: w.Image, port: port,
 			endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
-			spec:     spec,
-			env:      processEnv(w, "PORT="+strconv.Itoa(port)),
-			memoryMB: memoryMB(w.Config),
 			log:      d.opts.Logger.With("function", k.String(), "version", w.Version, "port", port),
 			stderr:   newTailBuffer(stderrTail),
 			stopCh:   make(chan struct{}), hurry: make(chan struct{}), done: make(chan struct{}),
 		}
+		env := processEnv(w, "PORT="+strconv.Itoa(port))
+		in.command = func() (*sandbox.Cmd, error) { return d.processCommand(k, spec, dir, env, memoryMB(w.Config)) }
 		err = in.start(ctx)
 		if errors.Is(err, errPortTaken) && attempt < 3 {
 			continue
@@ -105,7 +103,11 @@ func freePort() (int, error) {
 
 // spawn starts one process of the instance.
 func (in *instance) spawn() (*proc, error) {
-	return startProc(in.spec, in.env, in.memoryMB,
+	cmd, err := in.command()
+	if err != nil {
+		return nil, err
+	}
+	return startProc(cmd,
 		&lineLogger{log: in.log, stream: "stdout"},
 		&lineLogger{log: in.log, stream: "stderr", tail: in.stderr})
 }

@@ -144,14 +144,14 @@ func TestSwitchStopsOldVersion(t *testing.T) {
 	w1 := e.mustBuild(t, ns, "switch", 1, pyConfig(nil), pyHello)
 	w2 := e.mustBuild(t, ns, "switch", 2, pyConfig(map[string]string{"GREETING": "v2"}), pyHello)
 	old := e.mustDeploy(t, w1)
-	oldPID := mustHello(t, old).PID
+	oldInstance := mustHello(t, old).Instance
 	switched := time.Now()
 	next := e.mustDeploy(t, w2)
 	if next == old {
 		t.Fatal("the new version got the old endpoint")
 	}
-	if h := mustHello(t, old); h.PID != oldPID {
-		t.Fatalf("old endpoint answered from pid %d, want %d", h.PID, oldPID)
+	if h := mustHello(t, old); h.Instance != oldInstance {
+		t.Fatalf("old endpoint answered from process %d, want %d", h.Instance, oldInstance)
 	}
 	for {
 		if _, err := getHello(old); err != nil {
@@ -165,7 +165,7 @@ func TestSwitchStopsOldVersion(t *testing.T) {
 	if took := time.Since(switched); took < 2*time.Second {
 		t.Fatalf("the old version stopped %s after the switch, before the drain time", took)
 	}
-	waitGone(t, oldPID)
+	waitGone(t, filepath.Join(e.dir, "builds", ns, "switch", "v1"))
 	if _, err := getHello(old); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("old endpoint after drain: %v, want connection refused", err)
 	}
@@ -174,13 +174,14 @@ func TestSwitchStopsOldVersion(t *testing.T) {
 	}
 }
 
-// waitGone waits until process pid is reaped: a closed port can precede that.
-func waitGone(t *testing.T, pid int) {
+// waitGone waits until no process runs from below dir (see processesUnder):
+// a closed port can precede that.
+func waitGone(t *testing.T, dir string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
+	for left := processesUnder(dir); len(left) > 0; left = processesUnder(dir) {
 		if time.Now().After(deadline) {
-			t.Fatalf("process %d still exists", pid)
+			t.Fatalf("processes still run from %s: %v", dir, left)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -191,16 +192,16 @@ func TestScaleToZeroRefusesConnections(t *testing.T) {
 	e := setup(t, localdriver.Options{})
 	w := e.mustBuild(t, ns, "zero", 1, pyConfig(nil), pyHello)
 	ep := e.mustDeploy(t, w)
-	pid := mustHello(t, ep).PID
+	mustHello(t, ep)
+	if len(processesUnder(e.dir)) == 0 {
+		t.Fatal("no process found running from the driver's directory")
+	}
 	if got, err := e.d.Deploy(context.Background(), workers.Deployment{Workload: w}); got != "" || err != nil {
 		t.Fatalf("Replicas 0 = %q, %v", got, err)
 	}
 	// Deploy returns once the process is gone: no polling needed.
 	if _, err := getHello(ep); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("after scale to zero: %v, want connection refused", err)
-	}
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("process %d after scale to zero: %v", pid, err)
 	}
 	if left := processesUnder(e.dir); len(left) > 0 {
 		t.Fatalf("processes after scale to zero: %v", left)
@@ -335,32 +336,31 @@ func lastLineOf(s string) string {
 	return lines[len(lines)-1]
 }
 
-// TestJobLeavesNoChildren: what a job starts in the background dies with it.
+// TestJobLeavesNoChildren: what a job starts in the background dies with
+// it: a child, a child in a session of its own (setsid), and a daemon (a
+// grandchild whose parent exited).
 func TestJobLeavesNoChildren(t *testing.T) {
 	t.Parallel()
 	e := setup(t, localdriver.Options{})
-	w := e.mustBuild(t, ns, "forks", 1, pyConfig(nil), map[string]string{"handler.py": `import subprocess
+	w := e.mustBuild(t, ns, "forks", 1, pyConfig(nil), map[string]string{"handler.py": `import os
+import subprocess
+
+
 def handle(event):
-    return subprocess.Popen(["sleep", "300"]).pid
+    subprocess.Popen(["sleep", "300"])
+    subprocess.Popen(["sleep", "301"], start_new_session=True)
+    if os.fork() == 0:  # a daemon: fork, setsid, fork, the middle one exits
+        os.setsid()
+        if os.fork() == 0:
+            os.execvp("sleep", ["sleep", "302"])
+        os._exit(0)
+    return "started"
 `})
 	res := e.run(t, w, "{}")
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
 	}
-	var pid int
-	if _, err := fmtSscan(lastLineOf(res.Stdout), &pid); err != nil || pid <= 0 {
-		t.Fatalf("job result %q", res.Stdout)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if data, _ := os.ReadFile("/proc/" + lastLineOf(res.Stdout) + "/stat"); strings.Contains(string(data), ") Z ") {
-			break // a zombie waiting for init to reap it is dead
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the job's child %d outlived it", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitGone(t, e.dir)
 }
 
 func TestCloseStopsEverything(t *testing.T) {

@@ -3,17 +3,17 @@
 package localdriver
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/runtimes"
+	"github.com/slessio/sless/localdriver/sandbox"
 )
 
 // drainDelay bounds how long output is read after a process group ended:
@@ -36,12 +36,12 @@ type exitState struct {
 	desc string // "exit status 1", "signal: killed"
 }
 
-// startProc starts spec with env appended, stdout and stderr going to the
-// writers, in a new process group that dies with the driver (Linux), under
-// the memory limit of memoryMB (see limitMemory). When the process exits,
-// the rest of its group is killed: a function leaves nothing running.
-func startProc(spec runtimes.Spec, env []string, memoryMB int, stdout, stderr io.Writer) (*proc, error) {
-	cmd := spec.Cmd(context.Background(), env...)
+// startProc starts a prepared (sandboxed) command with stdout and stderr
+// going to the writers, in a new process group that dies with the driver
+// (Linux). When the process exits, the rest of its group is killed, and in a
+// sandbox the end of its PID namespace kills everything else it started: a
+// function leaves nothing running.
+func startProc(cmd *sandbox.Cmd, stdout, stderr io.Writer) (*proc, error) {
 	cmd.SysProcAttr = procAttr()
 	// Own pipes rather than exec's copying: Wait then returns when the
 	// process exits, not when the last child holding its output does.
@@ -62,14 +62,12 @@ func startProc(spec runtimes.Spec, env []string, memoryMB int, stdout, stderr io
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		return nil, domain.Errorf(domain.EUNAVAILABLE, "start %s: %v", spec.Path, err)
+		if domain.ErrorCode(err) == domain.EUNAVAILABLE {
+			return nil, err
+		}
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "start %s: %v", filepath.Base(cmd.Path), err)
 	}
-	p := &proc{cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), done: make(chan struct{})}
-	if memoryMB > 0 {
-		// Set right after exec: allocations from here on are checked against
-		// the limit, and the few made before it count towards it.
-		_ = limitMemory(p.pid, uint64(memoryMB+memoryAllowanceMB)<<20)
-	}
+	p := &proc{cmd: cmd.Cmd, pid: cmd.Process.Pid, started: time.Now(), done: make(chan struct{})}
 	var copies sync.WaitGroup
 	copies.Add(2)
 	go func() { defer copies.Done(); _, _ = io.Copy(stdout, outR) }()
@@ -88,7 +86,7 @@ func startProc(spec runtimes.Spec, env []string, memoryMB int, stdout, stderr io
 		}
 		outR.Close()
 		errR.Close()
-		p.state = describeExit(cmd, err)
+		p.state = describeExit(cmd.Cmd, err)
 		close(p.done)
 	}()
 	return p, nil

@@ -76,7 +76,11 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 	defer close(j.done)
 
 	stdout, stderr := newTailBuffer(MaxOutput), newTailBuffer(MaxOutput)
-	p, err := startProc(spec, env, memoryMB(r.Config), stdout, stderr)
+	cmd, err := d.processCommand(k, spec, dir, env, memoryMB(r.Config))
+	if err != nil {
+		return workers.RunResult{}, err
+	}
+	p, err := startProc(cmd, stdout, stderr)
 	if err != nil {
 		return workers.RunResult{}, err
 	}

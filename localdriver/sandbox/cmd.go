@@ -59,7 +59,8 @@ func (c *Cmd) Start() error {
 		return fmt.Errorf("sandbox: pipe: %w", err)
 	}
 	defer infoR.Close()
-	defer blockW.Close() // closing it lets the sandbox go (or fail) whatever happens below
+	// Closing blockW lets the sandbox go (or fail) whatever happens below.
+	defer blockW.Close()
 	c.ExtraFiles = []*os.File{argsR, infoW, blockR} // fdArgs, fdInfo, fdBlock
 	go func() {
 		// NUL-terminated, as --args reads them; the arguments are not on

@@ -43,8 +43,8 @@ func testServe(t *testing.T, h Harness, mk func(string) sample) {
 	if again := x.mustDeploy(w); again != endpoint {
 		t.Fatalf("deploying the running version again moved it from %s to %s", endpoint, again)
 	}
-	if b := x.mustGet(endpoint, "/"); b.PID != a.PID {
-		t.Fatalf("deploying the running version again restarted it (pid %d, then %d)", a.PID, b.PID)
+	if b := x.mustGet(endpoint, "/"); b.Instance != a.Instance {
+		t.Fatalf("deploying the running version again restarted it (instance %d, then %d)", a.Instance, b.Instance)
 	}
 
 	res := x.run(w, `{"n": 7}`)
@@ -118,8 +118,8 @@ func testRollVersions(t *testing.T, h Harness) {
 			if a.Version != step.version || a.Greeting != step.greeting {
 				t.Fatalf("step %d: after deploying %s the endpoint answers %+v; want version %s with greeting %q", i, step.version, a, step.version, step.greeting)
 			}
-			if i > 0 && a.PID == last.PID {
-				t.Fatalf("step %d: %s answers from the process of the version before (pid %d)", i, step.version, a.PID)
+			if i > 0 && a.Instance == last.Instance {
+				t.Fatalf("step %d: %s answers from the process of the version before (instance %d)", i, step.version, a.Instance)
 			}
 		}
 		last = x.mustGet(endpoint, "/")
@@ -172,7 +172,7 @@ func testCrashRestart(t *testing.T, h Harness) {
 	for {
 		var a answer
 		err := h.request(context.Background(), conn, endpoint, "/", &a)
-		if err == nil && a.PID != before.PID {
+		if err == nil && a.Instance != before.Instance {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -209,11 +209,19 @@ func testCrashLoop(t *testing.T, h Harness) {
 	}
 }
 
-// testLoadFailure deploys a version that raises while loading.
+// testLoadFailure builds and deploys a version that raises while loading: a
+// driver that loads the entrypoint at build time fails the build with the
+// load error; one that does not fails the deploy with it.
 func testLoadFailure(t *testing.T, h Harness) {
 	x := newFn(t, h, "noload")
 	s := loadFailureSample()
-	w := x.mustBuild(s, config(s, nil, 0))
+	w, res := x.build(s, config(s, nil, 0))
+	if res.Failed {
+		if !strings.Contains(res.Message, "cannot load: SAMPLE_SETTING is missing") {
+			t.Fatalf("failed build of a version that fails to load says %q; want its load error", res.Message)
+		}
+		return
+	}
 	_, err := x.deploy(w, 1)
 	if domain.ErrorCode(err) != domain.EUNPROCESSABLE || !strings.Contains(domain.ErrorMessage(err), "cannot load: SAMPLE_SETTING is missing") {
 		t.Fatalf("Deploy of a version that fails to load = %v; want EUNPROCESSABLE with its stderr", err)

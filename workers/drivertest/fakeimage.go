@@ -202,7 +202,7 @@ func (im FakeImageForTest) Server(env map[string]string) (FakeProcessForTest, er
 // exits 0; it exits 1 with the error on stderr when the function fails, and
 // 124 when SLESS_TIMEOUT_SEC passes first (except that a busy loop keeps
 // the Node.js wrapper's timer from firing: that process runs until it is
-// stopped). pid is the process id the sample reports. It returns ENOTFOUND
+// stopped). pid is the process identity ("instance") the sample reports. It returns ENOTFOUND
 // for an image that is no sample and EINVALID for one that did not build.
 func (im FakeImageForTest) Job(env map[string]string, pid int) (FakeProcessForTest, error) {
 	s, err := im.runnable()
@@ -243,7 +243,7 @@ func (im FakeImageForTest) Job(env map[string]string, pid int) (FakeProcessForTe
 
 // Answer predicts a ready server's answer to GET path: the body of a 200
 // answer, or an error for a request that fails (the function raises: 500;
-// "/crash": the process exits before it answers). pid is the process id the
+// "/crash": the process exits before it answers). pid is the process identity ("instance") the
 // sample reports. It returns ENOTFOUND for an image that is no sample and
 // EINVALID for one that did not build; other errors are failed requests.
 func (im FakeImageForTest) Answer(env map[string]string, path string, pid int) ([]byte, error) {
@@ -315,7 +315,7 @@ func call(s fakeSample, env map[string]string, event map[string]any, pid int) fa
 		return fakeCall{forever: true}
 	}
 	return fakeCall{printed: "hello from " + word + "\n", result: map[string]any{
-		"runtime": word, "version": s.version, "pid": pid, "greeting": env["GREETING"], "n": n}}
+		"runtime": word, "version": s.version, "instance": pid, "greeting": env["GREETING"], "n": n}}
 }
 
 // raised is what each runtime's wrapper prints when the sample raises

@@ -39,9 +39,23 @@ func TestFakeImageMatchesRealRuntimes(t *testing.T) {
 			t.Parallel()
 			x := newFn(t, h, "fake-"+c.name)
 			userEnv := map[string]string{"GREETING": "hi there"}
-			w := x.mustBuild(c.s, config(c.s, userEnv, timeoutSec))
+			w, built := x.build(c.s, config(c.s, userEnv, timeoutSec))
 			im := fakeImageOf(c.s)
 			env := map[string]string{"SLESS_ENTRYPOINT": c.s.entrypoint, "PORT": "8080", "GREETING": "hi there"}
+			if built.Failed {
+				// The local driver loads the entrypoint at build time: a
+				// version that cannot load fails there, with the error
+				// its container would print when started.
+				server, err := im.Server(env)
+				if err != nil {
+					t.Fatal(err)
+				}
+				first, _, _ := strings.Cut(server.Stderr, "\n")
+				if server.Ready || !strings.Contains(built.Message+built.Log, first) {
+					t.Fatalf("build failed with %q; the fake predicts a server that starts %v, stderr %q", built.Message, server.Ready, first)
+				}
+				return
+			}
 			for _, event := range c.events {
 				res := x.run(w, event)
 				jobEnv := map[string]string{"SLESS_MODE": "job", "SLESS_EVENT": event, "SLESS_TIMEOUT_SEC": "3"}
@@ -138,14 +152,14 @@ func fakeImageOf(s sample) FakeImageForTest {
 	return FakeImageForTest{Runtime: s.runtime, Files: files, BuildArgs: args}
 }
 
-// withoutPID is a JSON answer without its "pid", keys in order.
+// withoutPID is a JSON answer without its "instance", keys in order.
 func withoutPID(t *testing.T, text string) string {
 	t.Helper()
 	var v map[string]any
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
 		t.Fatalf("%q: %v", text, err)
 	}
-	delete(v, "pid")
+	delete(v, "instance")
 	out, _ := json.Marshal(v)
 	return string(out)
 }

@@ -151,7 +151,7 @@ func runSpec(w workers.Workload, event string) workers.RunSpec {
 type answer struct {
 	Runtime  string `json:"runtime"`
 	Version  string `json:"version"`
-	PID      int    `json:"pid"`
+	Instance int64  `json:"instance"` // the answering process (see the samples)
 	Greeting string `json:"greeting"`
 	N        any    `json:"n"`
 }

@@ -17,15 +17,20 @@ type sample struct {
 // (HTTP): "" says hello and returns who answered, "crash" exits the process
 // with status 3, "fail" raises, "sleep" sleeps a minute, "spin" (Node.js)
 // busy-loops without turning the event loop. version marks the code, so that
-// two versions differ and the suite can tell which one answered.
+// two versions differ and the suite can tell which one answered; "instance"
+// is a random number each process draws when it loads, which tells processes
+// apart where pids cannot (a sandbox's or a container's pid namespace gives
+// every function the same pid).
 
 func pythonSample(version string) sample {
 	return sample{runtime: domain.RuntimePython311, entrypoint: "handler.handle", files: map[string]string{
 		"handler.py": fmt.Sprintf(`import os
+import random
 import sys
 import time
 
 VERSION = %q
+INSTANCE = random.SystemRandom().getrandbits(48)
 
 
 def handle(event):
@@ -40,7 +45,7 @@ def handle(event):
         time.sleep(60)
         return "woke"
     print("hello from python")
-    return {"runtime": "python", "version": VERSION, "pid": os.getpid(),
+    return {"runtime": "python", "version": VERSION, "instance": INSTANCE,
             "greeting": os.environ.get("GREETING", ""), "n": event.get("n")}
 `, version),
 	}}
@@ -50,6 +55,7 @@ func nodeSample(version string) sample {
 	return sample{runtime: domain.RuntimeNodeJS20, entrypoint: "handler.handle", files: map[string]string{
 		"handler.js": fmt.Sprintf(`'use strict'
 const VERSION = %q
+const INSTANCE = require('crypto').randomInt(2 ** 47)
 
 exports.handle = async (event) => {
   const action = event.action || (event._path || '/').replace(/^\/+|\/+$/g, '')
@@ -66,7 +72,7 @@ exports.handle = async (event) => {
     for (;;) {} // never yields: only the driver can end it
   }
   console.log('hello from node')
-  return { runtime: 'node', version: VERSION, pid: process.pid, greeting: process.env.GREETING || '', n: event.n ?? null }
+  return { runtime: 'node', version: VERSION, instance: INSTANCE, greeting: process.env.GREETING || '', n: event.n ?? null }
 }
 `, version),
 	}}
@@ -81,12 +87,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"strings"
 	"time"
 )
 
 const version = %q
+
+var instance = rand.Int63n(1 << 48)
 
 // Handle is the sample's entrypoint.
 func Handle(ctx context.Context, event map[string]any) (any, error) {
@@ -106,7 +115,7 @@ func Handle(ctx context.Context, event map[string]any) (any, error) {
 		return "woke", nil
 	}
 	fmt.Println("hello from go")
-	return map[string]any{"runtime": "go", "version": version, "pid": os.Getpid(),
+	return map[string]any{"runtime": "go", "version": version, "instance": instance,
 		"greeting": os.Getenv("GREETING"), "n": event["n"]}, nil
 }
 `, version),
