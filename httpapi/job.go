@@ -161,7 +161,8 @@ func (s *Server) patchJob(c echo.Context) error {
 	return c.JSON(status, newJobView(*j))
 }
 
-// deleteJob serves DELETE /v1/namespaces/{ns}/jobs/{name}.
+// deleteJob serves DELETE /v1/namespaces/{ns}/jobs/{name}: the job goes, and
+// its unfinished runs are cancelled.
 func (s *Server) deleteJob(c echo.Context) error {
 	ns, name := c.Param("ns"), c.Param("name")
 	ctx := c.Request().Context()
@@ -176,7 +177,12 @@ func (s *Server) deleteJob(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return tx.Append(ctx, stream, j, evs)
+		if err := tx.Append(ctx, stream, j, evs); err != nil {
+			return err
+		}
+		// A run still going is stopped once this commits, and recorded as
+		// cancelled.
+		return workers.CancelRunTx(ctx, tx.Tx, ns, name)
 	})
 	if err != nil {
 		return err

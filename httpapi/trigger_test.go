@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -135,6 +136,13 @@ func TestJobs(t *testing.T) {
 	c.do("PATCH", c.p("/jobs/report"), map[string]any{"run_id": 2}).wantError(422, "UNPROCESSABLE", "function", "worker")
 
 	c.do("DELETE", c.p("/jobs/report"), nil).want(204)
+	// Its run not yet taken by a worker is cancelled with it (a running
+	// one: workers.TestCancelRunTx).
+	var state string
+	if err := f.pool.QueryRow(context.Background(), `SELECT state FROM river_job WHERE kind = 'run_job' AND args @> $1::jsonb`,
+		`{"namespace": "`+c.ns+`", "job": "report"}`).Scan(&state); err != nil || state != "cancelled" {
+		t.Fatalf("the run of the deleted job is %q (%v), want cancelled", state, err)
+	}
 	c.do("GET", c.p("/jobs/report"), nil).wantError(404, "NOT_FOUND", "")
 	c.do("DELETE", c.p("/jobs/report"), nil).wantError(404, "NOT_FOUND", "")
 }
