@@ -2,15 +2,13 @@ package localdriver_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/slessio/sless/localdriver"
+	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/workers/drivertest"
@@ -101,74 +99,8 @@ func leftovers(dir string) func(ctx context.Context, ns, fn string) ([]string, e
 	}
 }
 
-// processesUnder lists the processes running from below dir, from /proc: a
-// sandboxed process by what its mount namespace binds, a plain one by its
-// working directory, executable or command line.
-func processesUnder(dir string) []string {
-	var found []string
-	for _, pid := range pidsUnder(dir) {
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-		found = append(found, fmt.Sprintf("pid %d (%s)", pid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
-	}
-	return found
-}
+// processesUnder lists the processes running from below dir (sandboxtest).
+func processesUnder(dir string) []string { return sandboxtest.Describe(dir) }
 
 // pidsUnder returns the ids of the processes processesUnder describes.
-func pidsUnder(dir string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil // not Linux: nothing to check with
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		base := filepath.Join("/proc", e.Name())
-		cwd, _ := os.Readlink(filepath.Join(base, "cwd"))
-		exe, _ := os.Readlink(filepath.Join(base, "exe"))
-		cmdline, _ := os.ReadFile(filepath.Join(base, "cmdline"))
-		if strings.HasPrefix(cwd, dir) || strings.HasPrefix(exe, dir) || strings.Contains(string(cmdline), dir) || bindsFrom(pid, dir) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// bindsFrom reports whether process pid lives in a mount namespace other
-// than this process's that has a directory below dir bound into it (a
-// sandbox's /app), from the root field of /proc/<pid>/mountinfo: the path
-// of a mount's source within its file system.
-func bindsFrom(pid int, dir string) bool {
-	own, _ := os.Readlink("/proc/self/ns/mnt")
-	theirs, _ := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "ns", "mnt"))
-	if theirs == "" || theirs == own {
-		return false
-	}
-	rel := pathInFileSystem(dir)
-	info, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "mountinfo"))
-	for _, line := range strings.Split(string(info), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && (f[3] == rel || strings.HasPrefix(f[3], rel+"/")) {
-			return true
-		}
-	}
-	return false
-}
-
-// pathInFileSystem is dir as mountinfo names it: relative to the root of
-// the file system it is on (the same path when that is /).
-func pathInFileSystem(dir string) string {
-	info, _ := os.ReadFile("/proc/self/mountinfo")
-	best, root := "", "/"
-	for _, line := range strings.Split(string(info), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		if mp := f[4]; (dir == mp || strings.HasPrefix(dir, strings.TrimSuffix(mp, "/")+"/")) && len(mp) >= len(best) {
-			best, root = mp, f[3]
-		}
-	}
-	return filepath.Join(root, strings.TrimPrefix(dir, best))
-}
+func pidsUnder(dir string) []int { return sandboxtest.PIDs(dir) }

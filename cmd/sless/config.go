@@ -41,6 +41,13 @@ type config struct {
 	TrustedProxy  string                   // SLESS_TRUSTED_PROXIES: CIDRs whose X-Forwarded-* headers are kept
 	Retention     time.Duration            // SLESS_INVOCATION_RETENTION
 	MaxBodyBytes  int64                    // SLESS_MAX_BODY_BYTES: request body limit of the function proxy
+	FnConcurrency int                      // SLESS_FN_DEFAULT_MAX_CONCURRENCY: in-flight requests per function without max_concurrency; 0 unlimited
+	FnClientRate  float64                  // SLESS_FN_CLIENT_RATE: /fn requests per second per client address; 0 no limit
+	FnClientBurst int                      // SLESS_FN_CLIENT_BURST
+
+	NoSandbox       bool  // SLESS_INSECURE_NO_SANDBOX: run local functions as plain processes of this user
+	SandboxMaxProcs int   // SLESS_SANDBOX_MAX_PROCS: processes and threads of a tenant (as root) or a sandbox
+	SandboxTmpBytes int64 // SLESS_SANDBOX_TMP_BYTES: size of a sandbox's /tmp
 
 	Driver         string // SLESS_DRIVER: local or kubernetes
 	Kubeconfig     string // KUBECONFIG: empty uses the in-cluster service account
@@ -118,6 +125,12 @@ func bindConfig(fs *flag.FlagSet) *config {
 	fs.StringVar(&c.TrustedProxy, "trusted-proxies", env("SLESS_TRUSTED_PROXIES", ""), "comma-separated CIDRs of load balancers whose X-Forwarded-* headers the proxy keeps (env SLESS_TRUSTED_PROXIES)")
 	fs.DurationVar(&c.Retention, "invocation-retention", envDuration("SLESS_INVOCATION_RETENTION", 7*24*time.Hour), "how long the invocation log keeps records (env SLESS_INVOCATION_RETENTION)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", int64(envInt("SLESS_MAX_BODY_BYTES", 6<<20)), "request body limit of /fn/ (env SLESS_MAX_BODY_BYTES)")
+	fs.IntVar(&c.FnConcurrency, "fn-default-max-concurrency", envInt("SLESS_FN_DEFAULT_MAX_CONCURRENCY", 0), "requests one function may have in flight on /fn when it sets no max_concurrency, beyond it 429; 0 = unlimited (env SLESS_FN_DEFAULT_MAX_CONCURRENCY)")
+	fs.Float64Var(&c.FnClientRate, "fn-client-rate", envFloat("SLESS_FN_CLIENT_RATE", 0), "requests per second one client address may send to /fn, beyond it 429; 0 = no limit (env SLESS_FN_CLIENT_RATE)")
+	fs.IntVar(&c.FnClientBurst, "fn-client-burst", envInt("SLESS_FN_CLIENT_BURST", 0), "burst of --fn-client-rate; 0 = the rate rounded up (env SLESS_FN_CLIENT_BURST)")
+	fs.BoolVar(&c.NoSandbox, "insecure-no-sandbox", env("SLESS_INSECURE_NO_SANDBOX", "") == "true", "local driver: run functions as plain processes of this user, with no sandbox; never with untrusted code (env SLESS_INSECURE_NO_SANDBOX=true)")
+	fs.IntVar(&c.SandboxMaxProcs, "sandbox-max-procs", envInt("SLESS_SANDBOX_MAX_PROCS", 4096), "local driver: processes and threads one tenant may run (as root; otherwise one function process), against fork bombs (env SLESS_SANDBOX_MAX_PROCS)")
+	fs.Int64Var(&c.SandboxTmpBytes, "sandbox-tmp-bytes", int64(envInt("SLESS_SANDBOX_TMP_BYTES", 128<<20)), "local driver: size of the private /tmp of a function process (env SLESS_SANDBOX_TMP_BYTES)")
 	fs.StringVar(&c.Driver, "driver", env("SLESS_DRIVER", "local"), "where functions run: local (processes) or kubernetes (env SLESS_DRIVER)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account (env KUBECONFIG)")
 	fs.StringVar(&c.Registry, "registry", env("SLESS_REGISTRY", ""), "image registry prefix for function images, e.g. registry.example.com/sless (env SLESS_REGISTRY)")

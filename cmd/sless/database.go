@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -32,14 +33,14 @@ func openDatabase(ctx context.Context, c *config, migrate bool, log io.Writer) (
 		if err != nil {
 			return nil, err
 		}
-		if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
+		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(log, "DATABASE_URL is not set: starting a private PostgreSQL cluster in %s\n", dir)
-		cl, err := pglocal.Start(ctx, pglocal.Options{Dir: dir})
+		cl, err := pglocal.Start(ctx, pglocal.Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(log, nil)).With("component", "postgres")})
 		if err != nil {
 			return nil, fmt.Errorf("start embedded postgres: %w", err)
 		}
+		fmt.Fprintf(log, "DATABASE_URL is not set: running a private PostgreSQL cluster, data in %s, password in %s\n", cl.DataDir(), dir)
 		db.cluster = cl
 		if err := cl.EnsureDatabase(ctx, "sless"); err != nil {
 			db.Close(ctx)
@@ -71,6 +72,15 @@ func openDatabase(ctx context.Context, c *config, migrate bool, log io.Writer) (
 		}
 	}
 	return db, nil
+}
+
+// lost is closed when the private cluster died for good (its supervision
+// gave up restarting it); nil, never ready, with DATABASE_URL.
+func (d *database) lost() <-chan struct{} {
+	if d.cluster == nil {
+		return nil
+	}
+	return d.cluster.Done()
 }
 
 // SQL returns a database/sql view of the pool (for goose).

@@ -9,13 +9,13 @@ import (
 	"mime/multipart"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/slessio/sless/httpapi/auth"
+	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -179,12 +179,5 @@ func waitFor(t *testing.T, limit time.Duration, ok func() bool) {
 // processRunning reports whether any process has a command line mentioning dir.
 func processRunning(t *testing.T, dir string) bool {
 	t.Helper()
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(b, []byte(dir)) {
-			return true
-		}
-	}
-	return false
+	return len(sandboxtest.PIDs(dir)) > 0
 }

@@ -11,8 +11,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver"
 	"github.com/slessio/sless/localdriver"
+	"github.com/slessio/sless/localdriver/sandbox"
 	"github.com/slessio/sless/workers"
 )
 
@@ -20,19 +22,26 @@ import (
 type runningDriver struct {
 	workers.Driver
 	close func(ctx context.Context) error
+	// sandbox is how function processes are isolated: bubblewrap, none
+	// (local) or kubernetes.
+	sandbox string
 }
 
 // openDriver returns the driver chosen by --driver. onFailure is how a driver
 // reports a crash-looping function after a successful deploy (the platform
 // rolls it out again, which records the failure).
-func openDriver(ctx context.Context, c *config, log *slog.Logger, onFailure func(ns, fn string)) (*runningDriver, error) {
+func openDriver(ctx context.Context, c *config, dev bool, log *slog.Logger, onFailure func(ns, fn string)) (*runningDriver, error) {
 	switch c.Driver {
 	case "local":
-		d, err := localdriver.New(localdriver.Options{Dir: c.path("local"), Logger: log.With("component", "localdriver"), OnFailure: onFailure})
+		sb, err := openSandbox(c, dev, log)
 		if err != nil {
 			return nil, err
 		}
-		return &runningDriver{Driver: d, close: d.Close}, nil
+		d, err := localdriver.New(localdriver.Options{Dir: c.path("local"), Sandbox: sb, Logger: log.With("component", "localdriver"), OnFailure: onFailure})
+		if err != nil {
+			return nil, err
+		}
+		return &runningDriver{Driver: d, close: d.Close, sandbox: string(sb.Mode())}, nil
 	case "kubernetes":
 		return openKubernetes(ctx, c, log, onFailure)
 	default:
@@ -78,5 +87,29 @@ func openKubernetes(ctx context.Context, c *config, log *slog.Logger, onFailure 
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	go d.WatchCrashLoops(wctx, 10*time.Second, onFailure)
 	log.Info("running functions on Kubernetes", "host", rc.Host, "registry", c.Registry)
-	return &runningDriver{Driver: d, close: func(context.Context) error { stop(); return nil }}, nil
+	return &runningDriver{Driver: d, close: func(context.Context) error { stop(); return nil }, sandbox: "kubernetes"}, nil
+}
+
+// openSandbox makes the sandbox of the local driver's function processes.
+// Without bubblewrap (or user namespaces), `sless dev` warns once and runs
+// them unsandboxed; `sless serve` refuses to start unless told
+// --insecure-no-sandbox, which both commands take to mean no sandbox at all.
+func openSandbox(c *config, dev bool, log *slog.Logger) (*sandbox.Sandbox, error) {
+	opts := sandbox.Options{Dir: c.path("sandbox"), MaxProcs: c.SandboxMaxProcs, TmpBytes: c.SandboxTmpBytes, Insecure: c.NoSandbox}
+	sb, err := sandbox.New(opts)
+	switch {
+	case err == nil && c.NoSandbox:
+		log.Warn("INSECURE: --insecure-no-sandbox: functions run as plain processes of this user and can read everything it can, keys and database password included")
+		return sb, nil
+	case err == nil:
+		log.Info("functions run sandboxed", "sandbox", sb.Describe())
+		return sb, nil
+	case !dev:
+		return nil, fmt.Errorf("%s\nthe local driver runs untrusted code only in a sandbox: install bubblewrap (apt-get install bubblewrap), "+
+			"use --driver kubernetes, or pass --insecure-no-sandbox to run functions unsandboxed", domain.ErrorMessage(err))
+	}
+	log.Warn("INSECURE: functions run UNSANDBOXED as plain processes of this user, able to read everything it can (install bubblewrap to sandbox them)",
+		"reason", domain.ErrorMessage(err))
+	opts.Insecure = true
+	return sandbox.New(opts)
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/slessio/sless/httpapi/auth"
+	"github.com/slessio/sless/localdriver/sandbox"
 	"github.com/slessio/sless/store/pgtest"
 )
 
@@ -85,8 +87,40 @@ func TestServeRefusesMissingConfiguration(t *testing.T) {
 
 func TestOpenDriverRejectsUnknownDriver(t *testing.T) {
 	t.Parallel()
-	_, err := openDriver(context.Background(), &config{Driver: "nomad"}, nil, nil)
+	_, err := openDriver(context.Background(), &config{Driver: "nomad"}, false, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "local or kubernetes") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestSandboxRequiredByServe: without bubblewrap, dev runs functions
+// unsandboxed with one loud warning, serve refuses to start unless told
+// --insecure-no-sandbox; with it, the sandbox is bubblewrap (not in -short,
+// which may run where bubblewrap is missing).
+func TestSandboxRequiredByServe(t *testing.T) {
+	if !testing.Short() {
+		var logs bytes.Buffer
+		sb, err := openSandbox(&config{DataDir: t.TempDir()}, false, slog.New(slog.NewTextHandler(&logs, nil)))
+		if err != nil || sb.Mode() != sandbox.ModeBubblewrap {
+			t.Fatalf("serve's sandbox where bubblewrap is installed: %v, %v (is bubblewrap installed? .ci/run installs it)", sb, err)
+		}
+	}
+	t.Setenv("PATH", t.TempDir()) // no bwrap on it
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	c := &config{DataDir: t.TempDir()}
+	if _, err := openSandbox(c, false, log); err == nil || !strings.Contains(err.Error(), "--insecure-no-sandbox") || !strings.Contains(err.Error(), "bubblewrap") {
+		t.Fatalf("serve without bubblewrap: %v, want a refusal naming bubblewrap and --insecure-no-sandbox", err)
+	}
+	sb, err := openSandbox(c, true, log)
+	if err != nil || sb.Mode() != sandbox.ModeNone {
+		t.Fatalf("dev without bubblewrap: %v, %v; want it to run unsandboxed", sb, err)
+	}
+	if n := strings.Count(logs.String(), "INSECURE"); n != 1 {
+		t.Fatalf("dev without bubblewrap logged %d INSECURE warnings, want 1:\n%s", n, logs.String())
+	}
+	c.NoSandbox = true
+	if sb, err := openSandbox(c, false, log); err != nil || sb.Mode() != sandbox.ModeNone {
+		t.Fatalf("serve --insecure-no-sandbox: %v, %v", sb, err)
 	}
 }

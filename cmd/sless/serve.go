@@ -78,9 +78,10 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
 		return err
 	}
-	// 0755: when sless runs as root, the private cluster runs as the postgres
-	// user, who must be able to reach its data dir below this one.
-	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
+	// 0700: the data dir holds the signing key, the database password and
+	// every tenant's code. (As root, the private cluster then keeps its files
+	// where the postgres user can reach them: see openDatabase.)
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return err
 	}
 	p := &platform{}
@@ -97,7 +98,7 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	p.driver, err = openDriver(ctx, c, log, func(ns, fn string) {
+	p.driver, err = openDriver(ctx, c, dev, log, func(ns, fn string) {
 		if p.workers != nil {
 			if err := p.workers.Rollout(context.WithoutCancel(ctx), ns, fn); err != nil {
 				log.Error("roll out after a crash loop", "namespace", ns, "function", fn, "error", err)
@@ -117,7 +118,7 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), sandboxInfo(p.driver.sandbox))
 	idle := c.IdleTimeout
 	if idle == 0 {
 		idle = -1 // the flag's 0 means never; the proxy's 0 means its default
@@ -126,12 +127,13 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	// without an outbox client serves it.
 	p.proxy, err = proxy.New(proxy.Config{Store: logStore, Invocations: p.writer, Scaler: proxy.DriverScaler{Driver: p.driver, Store: logStore},
 		IdleTimeout: idle, IdleTimeouts: c.IdleOverrides, MaxBodyBytes: c.MaxBodyBytes, TrustedProxies: trusted,
-		Registerer: reg, Logger: log.With("component", "proxy")})
+		DefaultMaxConcurrency: c.FnConcurrency, ClientRate: c.FnClientRate, ClientBurst: c.FnClientBurst,
+		PlatformToken: platformToken(verifier), Registerer: reg, Logger: log.With("component", "proxy")})
 	if err != nil {
 		return err
 	}
 	if p.workers, err = workers.New(p.db.Pool, workers.Config{Driver: p.driver, Code: code, Invocations: p.proxy,
-		InvocationRetention: c.Retention, Logger: log.With("component", "workers")}); err != nil {
+		InvocationRetention: c.Retention, ShutdownTimeout: c.ShutdownWait, Logger: log.With("component", "workers")}); err != nil {
 		return err
 	}
 	st := p.workers.Store()
@@ -155,7 +157,7 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	api, err := httpapi.New(httpapi.Config{
 		Store: st, Code: code, Verifier: verifier, ExternalURL: c.ExternalURL,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst, RiverUI: ui, Logger: log.With("component", "api"),
-		Proxy: p.proxy, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Proxy: p.proxy, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sandbox: p.driver.sandbox,
 	})
 	if err != nil {
 		ln.Close()
@@ -188,6 +190,30 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 		return nil
 	case err := <-served:
 		return fmt.Errorf("http server: %w", err)
+	case <-p.db.lost():
+		return fmt.Errorf("embedded postgres: %w", p.db.cluster.Err())
+	}
+}
+
+// sandboxInfo is the gauge sless_sandbox_info{mode}: 1, naming how function
+// processes are isolated (bubblewrap, none, kubernetes).
+func sandboxInfo(mode string) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "sless_sandbox_info", Help: "How function processes are isolated: bubblewrap, none (insecure) or kubernetes.",
+		ConstLabels: prometheus.Labels{"mode": mode}})
+	g.Set(1)
+	return g
+}
+
+// platformToken reports whether an Authorization header carries a token
+// of this API, which the proxy then keeps from the function.
+func platformToken(v *auth.Verifier) func(string) bool {
+	return func(header string) bool {
+		raw, ok := strings.CutPrefix(header, "Bearer ")
+		if !ok {
+			return false
+		}
+		_, err := v.Verify(context.Background(), strings.TrimSpace(raw))
+		return err == nil
 	}
 }
 
@@ -245,23 +271,28 @@ func (p *platform) resume(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// stop shuts everything down in reverse order within the shutdown timeout.
+// stop shuts everything down in reverse order: the HTTP server and the
+// workers drain what is running for up to the shutdown timeout (the workers
+// record the runs they interrupt, through the proxy's invocation log, so they
+// stop first), then the rest gets a bounded time of its own.
 func (p *platform) stop(ctx context.Context, wait time.Duration, log *slog.Logger) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+30*time.Second)
 	defer cancel()
 	if p.http != nil {
-		if err := p.http.Shutdown(sctx); err != nil {
+		hctx, cancel := context.WithTimeout(sctx, wait)
+		if err := p.http.Shutdown(hctx); err != nil {
 			log.Warn("http shutdown", "error", err)
+		}
+		cancel()
+	}
+	if p.workers != nil {
+		if err := p.workers.Stop(sctx); err != nil {
+			log.Warn("workers stop", "error", err)
 		}
 	}
 	if p.proxy != nil {
 		if err := p.proxy.Close(sctx); err != nil {
 			log.Warn("proxy stop", "error", err)
-		}
-	}
-	if p.workers != nil {
-		if err := p.workers.Stop(sctx); err != nil {
-			log.Warn("workers stop", "error", err)
 		}
 	}
 	if p.writer != nil {

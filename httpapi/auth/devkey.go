@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -23,7 +24,8 @@ const DevKeyFile = "dev-signing.key"
 // creating dir (0700) and a random 32-byte key (hex, file mode 0600) on first
 // use. Concurrent first calls agree on one key: the file appears atomically
 // and the loser reads the winner's key. It returns EINVALID when the file
-// exists but does not hold a 32-byte hex key, and a plain error on I/O failure.
+// exists but does not hold a 32-byte hex key or may be read by group or
+// others, and a plain error on I/O failure.
 func LoadOrCreateKey(dir string) ([]byte, error) {
 	path := filepath.Join(dir, DevKeyFile)
 	if key, err := readKey(path); !errors.Is(err, fs.ErrNotExist) {
@@ -60,9 +62,24 @@ func LoadOrCreateKey(dir string) ([]byte, error) {
 	return key, nil
 }
 
-// readKey reads a hex key written by LoadOrCreateKey.
+// readKey reads a hex key written by LoadOrCreateKey. A key that group or
+// others may read is refused (EINVALID): whoever read it could mint any
+// token, operator tokens included.
 func readKey(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 {
+		return nil, domain.Errorf(domain.EINVALID, "%s is readable by other users (mode %04o): anyone who read it can mint tokens; "+
+			"make it private (chmod 600) if you are sure no one did, or delete it to generate a new key", path, perm)
+	}
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, err
 	}

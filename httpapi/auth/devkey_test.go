@@ -5,9 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slessio/sless/domain"
 )
 
 func TestLoadOrCreateKey(t *testing.T) {
@@ -68,6 +71,31 @@ func TestLoadOrCreateKey_CorruptFile(t *testing.T) {
 	}
 	_, err := LoadOrCreateKey(dir)
 	requireCode(t, err, "INVALID")
+}
+
+// TestLoadOrCreateKey_ReadableByOthers: a key group or others may read is
+// refused, not used.
+func TestLoadOrCreateKey_ReadableByOthers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := LoadOrCreateKey(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, DevKeyFile)
+	for _, mode := range []os.FileMode{0o640, 0o604, 0o644} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadOrCreateKey(dir); domain.ErrorCode(err) != domain.EINVALID || !strings.Contains(domain.ErrorMessage(err), "chmod 600") {
+			t.Fatalf("key of mode %o: %v, want EINVALID saying how to fix it", mode, err)
+		}
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateKey(dir); err != nil {
+		t.Fatalf("private key again: %v", err)
+	}
 }
 
 func TestMint(t *testing.T) {
