@@ -363,6 +363,36 @@ def handle(event):
 	waitGone(t, e.dir)
 }
 
+// TestRemoveLeavesNoChildren: what a serving function starts in the
+// background (a setsid child, a daemon) dies when the function is removed.
+func TestRemoveLeavesNoChildren(t *testing.T) {
+	t.Parallel()
+	e := setup(t, localdriver.Options{})
+	w := e.mustBuild(t, ns, "spawner", 1, pyConfig(nil), map[string]string{"handler.py": `import os
+import subprocess
+
+
+def handle(event):
+    subprocess.Popen(["sleep", "301"], start_new_session=True)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execvp("sleep", ["sleep", "302"])
+        os._exit(0)
+    return {"instance": 1, "greeting": "spawned"}
+`})
+	if h := mustHello(t, e.mustDeploy(t, w)); h.Greeting != "spawned" {
+		t.Fatalf("answer %+v", h)
+	}
+	if n := len(processesUnder(e.dir)); n < 4 {
+		t.Fatalf("%d processes run (sandbox, server, two sleeps), want at least 4: %v", n, processesUnder(e.dir))
+	}
+	if err := e.d.Remove(context.Background(), ns, "spawner"); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, e.dir)
+}
+
 func TestCloseStopsEverything(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -145,6 +145,13 @@ func TestDevEndToEnd(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(mresp.Body)
 	mresp.Body.Close()
+	if !bytes.Contains(metrics, []byte(`sless_sandbox_info{mode="bubblewrap"} 1`)) {
+		t.Errorf("/metrics lacks sless_sandbox_info{mode=\"bubblewrap\"} 1")
+	}
+	var ready struct{ Sandbox string }
+	if rresp, err := http.Get(base + "/readyz"); err != nil || json.NewDecoder(rresp.Body).Decode(&ready) != nil || ready.Sandbox != "bubblewrap" {
+		t.Errorf("/readyz names sandbox %q (%v), want bubblewrap", ready.Sandbox, err)
+	}
 	for _, want := range []string{`trigger="http"`, `trigger="job"`} {
 		if !bytes.Contains(metrics, []byte(want)) || !bytes.Contains(metrics, []byte(`sless_invocations_total{code="200",function="hello"`)) {
 			t.Fatalf("/metrics = %d, without sless_invocations_total of hello with %s:\n%s", mresp.StatusCode, want, metrics)
