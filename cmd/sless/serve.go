@@ -272,24 +272,31 @@ func (p *platform) resume(ctx context.Context, log *slog.Logger) error {
 }
 
 // stop shuts everything down in reverse order: the HTTP server and the
-// workers drain what is running for up to the shutdown timeout (the workers
-// record the runs they interrupt, through the proxy's invocation log, so they
-// stop first), then the rest gets a bounded time of its own.
+// workers drain, side by side, what is running for up to the shutdown
+// timeout (the workers record the runs they interrupt through the proxy's
+// invocation log, so the proxy closes after them), then the rest gets a
+// bounded time of its own.
 func (p *platform) stop(ctx context.Context, wait time.Duration, log *slog.Logger) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+30*time.Second)
 	defer cancel()
-	if p.http != nil {
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		if p.http == nil {
+			return
+		}
 		hctx, cancel := context.WithTimeout(sctx, wait)
+		defer cancel()
 		if err := p.http.Shutdown(hctx); err != nil {
 			log.Warn("http shutdown", "error", err)
 		}
-		cancel()
-	}
+	}()
 	if p.workers != nil {
 		if err := p.workers.Stop(sctx); err != nil {
 			log.Warn("workers stop", "error", err)
 		}
 	}
+	<-drained
 	if p.proxy != nil {
 		if err := p.proxy.Close(sctx); err != nil {
 			log.Warn("proxy stop", "error", err)
