@@ -58,7 +58,7 @@ PY
 serves() { curl -fs "$base/fn/$ns/hello" | grep -q "$1"; }
 
 curl -fs -X POST -H "$H" "$api/ensure" >/dev/null
-curl -fs -X POST -H "$H" -d '{"name":"hello","runtime":"python3.11"}' "$api/functions" >/dev/null
+curl -fs -X POST -H "$H" -d '{"name":"hello","runtime":"python3.11","retry_safe":true}' "$api/functions" >/dev/null
 zipfn one && curl -fs -X POST -H "$H" -F code=@"$work/fn.zip" "$api/functions/hello/upload" >/dev/null
 curl -fs -X POST -H "$H" -d '{"name":"web","type":"http","function":"hello"}' "$api/triggers" >/dev/null
 waitfor serves one

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/slessio/sless/domain"
 )
@@ -45,6 +46,15 @@ import (
 // A process whose liveness connection breaks (a database restart) reconnects
 // and takes its lock again; between the two its running jobs may be rescued
 // and worked twice, which the workers tolerate.
+
+// rescuedError begins the error a rescue records on the job's attempt.
+const rescuedError = "rescued: the process working it"
+
+// rescued reports whether the job's last attempt ended in a rescue: the
+// process working it died.
+func rescued(job *rivertype.JobRow) bool {
+	return len(job.Errors) > 0 && strings.HasPrefix(job.Errors[len(job.Errors)-1].Error, rescuedError)
+}
 
 // DefaultRescueInterval is how often the leader looks for jobs of dead processes.
 const DefaultRescueInterval = 2 * time.Second
@@ -208,7 +218,7 @@ UPDATE river_job j SET
 	max_attempts = greatest(j.max_attempts, j.attempt + 1),
 	metadata = jsonb_set(j.metadata, '{sless_rescues}', to_jsonb(dead.rescues + 1)),
 	errors = array_append(j.errors, jsonb_build_object('at', now(), 'attempt', j.attempt,
-		'error', 'rescued: the process working it (' || dead.client || ') died', 'trace', ''))
+		'error', '` + rescuedError + ` (' || dead.client || ') died', 'trace', ''))
 FROM dead
 WHERE j.id = dead.id
 RETURNING j.id, j.kind, dead.client, j.state::text`

@@ -51,22 +51,30 @@ func TestRescueChildProcess(t *testing.T) {
 }
 
 // TestRescueAfterKill9 runs a job in a child process, kills the process with
-// SIGKILL mid-run and checks that the job runs again within seconds (River
-// alone would wait 45 minutes): on a replica that was running all along
-// (the leader's periodic rescue, the dead process having been the leader),
-// and on a process started after the kill (the rescue at start).
+// SIGKILL mid-run and checks that the job is taken up again within seconds
+// (River alone would wait 45 minutes): on a replica that was running all
+// along (the leader's periodic rescue, the dead process having been the
+// leader), and on a process started after the kill (the rescue at start). A
+// retry-safe function's run runs again; any other fails "interrupted by a
+// crash", recorded in the invocation log, and does not run twice.
 func TestRescueAfterKill9(t *testing.T) {
 	t.Parallel()
-	for _, replicaFirst := range []bool{true, false} {
-		name := "restart"
-		if replicaFirst {
-			name = "running replica"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		replicaFirst, retrySafe bool
+	}{
+		{"running replica", true, true},
+		{"restart", false, true},
+		{"restart, not retry-safe", false, false},
+	} {
+		replicaFirst := c.replicaFirst
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			h := setup(t)
 			first := h.start()
-			h.readyFunction("fn", pySpec)
+			spec := pySpec
+			spec.RetrySafe = c.retrySafe
+			h.readyFunction("fn", spec)
 			if err := first.Stop(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -76,6 +84,9 @@ func TestRescueAfterKill9(t *testing.T) {
 				if n := h.count(`SELECT count(*) FROM river_job WHERE kind = 'run_job' AND state = 'running'
 					AND attempted_by[cardinality(attempted_by)] = $1`, id); n != 1 {
 					return errorf("the child %s has not taken the run yet", id)
+				}
+				if j := h.job("crash"); j.Phase != domain.JobPhaseRunning {
+					return errorf("the child has not started the run yet: job %s", j.Phase)
 				}
 				return nil
 			})
@@ -92,8 +103,10 @@ func TestRescueAfterKill9(t *testing.T) {
 					return workers.RunResult{Stdout: "done\n"}, nil
 				}
 			})
+			rec := &memRecorder{}
+			withRec := func(c *workers.Config) { c.Invocations = rec }
 			if replicaFirst {
-				h.start()
+				h.start(withRec)
 			}
 			killed := time.Now()
 			if err := child.Process.Kill(); err != nil {
@@ -101,7 +114,23 @@ func TestRescueAfterKill9(t *testing.T) {
 			}
 			_ = child.Wait()
 			if !replicaFirst {
-				h.start()
+				h.start(withRec)
+			}
+			if !c.retrySafe {
+				h.eventually(30*time.Second, func() error {
+					if j := h.job("crash"); j.Phase != domain.JobPhaseFailed || !strings.Contains(j.Message, "interrupted by a crash") {
+						return errorf("job %s %q; want Failed, interrupted by a crash", j.Phase, j.Message)
+					}
+					return nil
+				})
+				t.Logf("kill -9 to the run failed: %s", time.Since(killed).Round(time.Millisecond))
+				if runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "crash" }); len(runs) != 0 {
+					t.Fatalf("the run of a function that is not retry-safe ran again: %+v", runs)
+				}
+				if got := rec.statuses("crash/1"); len(got) != 1 || !strings.HasPrefix(got[0], "503 interrupted by a crash") {
+					t.Fatalf("invocations %q; want one 503 interrupted by a crash", got)
+				}
+				return
 			}
 			h.eventually(30*time.Second, func() error {
 				if j := h.job("crash"); j.Phase != domain.JobPhaseSucceeded {

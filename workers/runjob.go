@@ -20,11 +20,13 @@ import (
 //	version (none built: JobFailed) → Driver.Run → JobSucceeded (last stdout
 //	line) | JobFailed (stderr; "timed out after N s"), completed in the same transaction
 //
-// A run interrupted after JobStarted by a crash runs again on the version it
-// started on; once an outcome is recorded a rerun does nothing. A run
-// interrupted by Stop (shutdown timeout) runs again only when its function is
-// RetrySafe, otherwise it fails with "interrupted by shutdown"; a run
-// cancelled through CancelRunTx (the job was deleted) stops and is not retried.
+// A run interrupted after JobStarted by a crash of its process (rescued, see
+// liveness.go) or by Stop (shutdown timeout) runs again, on the version it
+// started on, only when its function is RetrySafe; otherwise it fails with
+// "interrupted by a crash" or "interrupted by shutdown", since its side
+// effects may have happened. Once an outcome is recorded a rerun does
+// nothing; a run cancelled through CancelRunTx (the job was deleted) stops
+// and is not retried.
 // Every attempt is recorded in the invocation log, interrupted ones too.
 type runJobWorker struct {
 	river.WorkerDefaults[RunJobArgs]
@@ -42,9 +44,9 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 	md := meta(job.Kind, job.ID)
 
 	var spec RunSpec
-	done := false
+	done, crashed := false, false
 	_, err := w.store.Execute(ctx, md, func(tx *store.Tx) error {
-		done = false
+		done, crashed = false, false
 		j := domain.NewJob(a.Namespace, a.Job)
 		if err := tx.Load(ctx, stream, j); err != nil {
 			return err
@@ -75,8 +77,21 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 		}
 		spec = RunSpec{Workload: Workload{Namespace: a.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config},
 			Name: a.Job, RunID: a.RunID, Event: j.Event}
+		if j.Phase == domain.JobPhaseRunning && rescued(job.JobRow) && !v.Config.RetrySafe {
+			done, crashed = true, true
+			if err := tx.Append(ctx, stream, j, j.Fail(a.RunID, interruptedByCrash, "", w.now())); err != nil {
+				return err
+			}
+			return completeTx(ctx, tx.Tx, job)
+		}
 		return tx.Append(ctx, stream, j, j.Start(a.RunID, v.Number, w.now()))
 	})
+	if err == nil && crashed {
+		// The attempt that died left no record: this is it.
+		now := w.now()
+		w.recordRun(store.InvocationJob, spec, fmt.Sprintf("%s/%d", a.Job, a.RunID), runOutcome{interrupted: interruptedByCrash, message: interruptedByCrash}, now)
+		w.log.WarnContext(ctx, "job run "+interruptedByCrash, "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID, "retried", false)
+	}
 	if err != nil || done {
 		return err
 	}
@@ -175,6 +190,7 @@ func lastLine(s string) string {
 // Why a run's context ended before its outcome: see Workers.interruption.
 const (
 	interruptedByShutdown = "interrupted by shutdown"
+	interruptedByCrash    = "interrupted by a crash of the server running it; not run again, since the function is not retry_safe"
 	interruptedByCancel   = "cancelled"
 	interruptedByTimeout  = "interrupted"
 )
