@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -145,5 +146,44 @@ func TestInsecureModeRunsPlainProcesses(t *testing.T) {
 	}
 	if !strings.Contains(s.Describe(), "insecure") {
 		t.Fatalf("Describe = %q", s.Describe())
+	}
+}
+
+// TestAsNormalUser runs this package's sandbox tests again as an
+// unprivileged user (nobody), the way a platform not run as root makes its
+// sandboxes: the user namespace maps to that user. Run as root only (it
+// switches users with setpriv); as a normal user the other tests already are
+// this case.
+func TestAsNormalUser(t *testing.T) {
+	if os.Getenv("SANDBOX_TEST_AS_NOBODY") != "" {
+		t.Skip("already running as the normal user")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the other tests run as a normal user already")
+	}
+	dir, err := os.MkdirTemp("", "sandbox-as-nobody-") // t.TempDir's parent is private to root
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "sandbox.test")
+	if err := os.WriteFile(bin, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const nobody = "65534"
+	cmd := exec.Command("setpriv", "--reuid="+nobody, "--regid="+nobody, "--clear-groups", "--",
+		bin, "-test.run=^(TestSandboxedProcessSeesOnlyItsOwn|TestProcessLimitStopsAForkBomb)$", "-test.count=1", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + dir, "SANDBOX_TEST_AS_NOBODY=1"}
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Count(string(out), "--- PASS") != 2 {
+		t.Fatalf("the sandbox tests as uid %s: %v\n%s", nobody, err, out)
 	}
 }
