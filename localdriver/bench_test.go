@@ -2,10 +2,13 @@ package localdriver_test
 
 import (
 	"context"
+	"path"
+	"path/filepath"
 	"testing"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/localdriver"
+	"github.com/slessio/sless/localdriver/sandbox"
 	"github.com/slessio/sless/workers"
 )
 
@@ -22,15 +25,16 @@ var benchSamples = map[string]struct {
 }
 
 // BenchmarkColdStart measures Deploy from zero replicas to a healthy
-// endpoint: process start, runtime and code load, health check.
+// endpoint: process start, runtime and code load, health check; in the
+// bubblewrap sandbox and, side by side, as a plain process (none).
 //
 //	go test ./localdriver -run '^$' -bench ColdStart -benchtime 20x
 func BenchmarkColdStart(b *testing.B) {
-	for _, name := range []string{"python", "nodejs", "go"} {
+	for _, name := range benchCases() {
 		b.Run(name, func(b *testing.B) {
 			e := benchEnv(b)
-			s := benchSamples[name]
-			w := e.mustBuild(b, ns, "cold-"+name, 1, s.cfg, s.files)
+			s := benchSamples[path.Dir(name)]
+			w := e.mustBuild(b, ns, "cold-"+path.Dir(name), 1, s.cfg, s.files)
 			ctx := context.Background()
 			for b.Loop() {
 				if _, err := e.d.Deploy(ctx, workers.Deployment{Workload: w, Replicas: 1}); err != nil {
@@ -46,15 +50,16 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 }
 
-// BenchmarkJob measures one job run: process start, call, exit.
+// BenchmarkJob measures one job run: process start, call, exit; in the
+// bubblewrap sandbox and, side by side, as a plain process (none).
 //
 //	go test ./localdriver -run '^$' -bench Job -benchtime 20x
 func BenchmarkJob(b *testing.B) {
-	for _, name := range []string{"python", "nodejs", "go"} {
+	for _, name := range benchCases() {
 		b.Run(name, func(b *testing.B) {
 			e := benchEnv(b)
-			s := benchSamples[name]
-			w := e.mustBuild(b, ns, "job-"+name, 1, s.cfg, s.files)
+			s := benchSamples[path.Dir(name)]
+			w := e.mustBuild(b, ns, "job-"+path.Dir(name), 1, s.cfg, s.files)
 			for b.Loop() {
 				res, err := e.d.Run(context.Background(), workers.RunSpec{Workload: w})
 				if err != nil || res.ExitCode != 0 {
@@ -65,8 +70,24 @@ func BenchmarkJob(b *testing.B) {
 	}
 }
 
+// benchCases are <runtime>/<sandbox mode>: each runtime sandboxed, then not.
+func benchCases() []string {
+	var cases []string
+	for _, rt := range []string{"python", "nodejs", "go"} {
+		cases = append(cases, rt+"/"+string(sandbox.ModeBubblewrap), rt+"/"+string(sandbox.ModeNone))
+	}
+	return cases
+}
+
+// benchEnv is a driver whose sandbox mode is the last element of the
+// benchmark's name.
 func benchEnv(b *testing.B) env {
-	d, err := localdriver.New(localdriver.Options{Dir: b.TempDir(), Logger: discard})
+	dir := b.TempDir()
+	sb, err := sandbox.New(sandbox.Options{Dir: filepath.Join(dir, "sandbox"), Insecure: path.Base(b.Name()) == string(sandbox.ModeNone)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := localdriver.New(localdriver.Options{Dir: dir, Sandbox: sb, Logger: discard})
 	if err != nil {
 		b.Fatal(err)
 	}
