@@ -127,9 +127,12 @@ func TestRescueAfterKill9(t *testing.T) {
 				if runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "crash" }); len(runs) != 0 {
 					t.Fatalf("the run of a function that is not retry-safe ran again: %+v", runs)
 				}
-				if got := rec.statuses("crash/1"); len(got) != 1 || !strings.HasPrefix(got[0], "503 interrupted by a crash") {
-					t.Fatalf("invocations %q; want one 503 interrupted by a crash", got)
-				}
+				h.eventually(10*time.Second, func() error { // recorded right after the outcome
+					if got := rec.statuses("crash/1"); len(got) != 1 || !strings.HasPrefix(got[0], "503 interrupted by a crash") {
+						return errorf("invocations %q; want one 503 interrupted by a crash", got)
+					}
+					return nil
+				})
 				return
 			}
 			h.eventually(30*time.Second, func() error {
