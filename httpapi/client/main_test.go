@@ -1,0 +1,181 @@
+package client_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi"
+	"github.com/slessio/sless/httpapi/auth"
+	"github.com/slessio/sless/httpapi/client"
+	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/store/codestore"
+	"github.com/slessio/sless/store/codestore/s3embed"
+	"github.com/slessio/sless/store/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const (
+	externalURL = "http://sless.example.test"
+	s3Access    = "client-test"
+	s3Secret    = "client-test-secret"
+)
+
+var testSecret = []byte("client-test-secret-0123456789abcdef")
+
+// fixture is the real API (httpapi.New) on real PostgreSQL and a real S3
+// server, with an insert-only River client: nothing builds or runs, so tests
+// record build outcomes with the store as a worker would (build).
+type fixture struct {
+	url   string
+	store *store.Store
+	calls *recorder
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(pool, rc)
+	s3, err := s3embed.Start(ctx, s3embed.Options{Dir: t.TempDir(), AccessKey: s3Access, SecretKey: s3Secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s3.Close() })
+	code, err := codestore.New(ctx, codestore.Config{Endpoint: s3.URL(), AccessKey: s3Access, SecretKey: s3Secret, Bucket: "sless-code"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := auth.NewVerifier(auth.Config{HS256Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := httpapi.New(httpapi.Config{Store: st, Code: code, Verifier: verifier, ExternalURL: externalURL, RateLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	return &fixture{url: srv.URL, store: st, calls: &recorder{}}
+}
+
+// tenant returns a client for a fresh namespace and the token's subject; its
+// requests are recorded in f.calls.
+func (f *fixture) tenant(t *testing.T) (*client.Client, string) {
+	t.Helper()
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	sub := "user-" + hex.EncodeToString(b)
+	c, err := client.New(f.url, mint(t, testSecret, sub), client.WithHTTPClient(&http.Client{Transport: f.calls}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, sub
+}
+
+func mint(t *testing.T, secret []byte, sub string) string {
+	t.Helper()
+	token, err := auth.Mint(secret, sub, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// build records the outcome of version n's build as the build worker
+// does: succeeded, or failed with failMsg.
+func (f *fixture) build(t *testing.T, ns, name string, n int, failMsg string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := f.store.Execute(ctx, store.Metadata{Actor: "test-worker"}, func(tx *store.Tx) error {
+		fn := domain.NewFunction(ns, name)
+		stream := domain.FunctionStream(ns, name)
+		if err := tx.Load(ctx, stream, fn); err != nil {
+			return err
+		}
+		var evs []domain.Event
+		var err error
+		if failMsg != "" {
+			evs, err = fn.FailBuild(n, failMsg, "build log of a failure", time.Now())
+		} else {
+			evs, err = fn.SucceedBuild(n, "image:v"+strconv.Itoa(n), "build log of version "+strconv.Itoa(n), time.Now())
+		}
+		if err != nil {
+			return err
+		}
+		return tx.Append(ctx, stream, fn, evs)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recorder is a transport that remembers the method and path of every request.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, req.Method+" "+req.URL.EscapedPath())
+	r.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+var templateParam = regexp.MustCompile(`\{[a-z]+\}`)
+
+// uncalled returns the routes of the client no recorded request matched.
+func (r *recorder) uncalled() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, rt := range client.Routes {
+		parts := templateParam.Split(rt.Path, -1)
+		for i := range parts {
+			parts[i] = regexp.QuoteMeta(parts[i])
+		}
+		re := regexp.MustCompile("^" + rt.Method + " " + strings.Join(parts, "[^/]+") + "$")
+		called := false
+		for _, c := range r.calls {
+			called = called || re.MatchString(c)
+		}
+		if !called {
+			out = append(out, rt.Method+" "+rt.Path)
+		}
+	}
+	return out
+}
+
+// wantError fails unless err is an *Error with status, code and field.
+func wantError(t *testing.T, err error, status int, code, field string) *client.Error {
+	t.Helper()
+	var e *client.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T), want *client.Error %d %s", err, err, status, code)
+	}
+	if e.Status != status || e.Code != code || e.Field != field || e.Message == "" || e.RequestID == "" {
+		t.Fatalf("error %+v, want status %d code %s field %q with a message and a request id", e, status, code, field)
+	}
+	return e
+}

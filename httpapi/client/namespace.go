@@ -1,0 +1,55 @@
+package client
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/slessio/sless/httpapi/auth"
+)
+
+// NamespaceOf returns the namespace the server gives the caller of token:
+// auth.Namespace of its sub claim. It reads the claim WITHOUT verifying the
+// signature (only the server can); a token it accepts may still be refused.
+// It fails when token is not a JWT or has no sub.
+func NamespaceOf(token string) (string, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return "", errors.New("the token is not a JWT (header.payload.signature)")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return "", errors.New("the token's payload is not base64url")
+	}
+	var claims struct {
+		Sub string `json:"sub"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return "", errors.New("the token's payload is not a JSON object with a string sub")
+	}
+	if claims.Sub == "" {
+		return "", errors.New("the token has no sub claim")
+	}
+	return auth.Namespace(claims.Sub), nil
+}
+
+// EnsureResult is the answer of EnsureNamespace.
+type EnsureResult struct {
+	Namespace string `json:"namespace"`
+	// Created is true when this call created the namespace.
+	Created bool `json:"created"`
+}
+
+// EnsureNamespace creates the client's namespace unless it exists
+// (idempotent; the Terraform provider calls it once when configured).
+// Errors: *Error with CodeUnauthorized or CodeForbidden for a token that
+// does not own the namespace.
+func (c *Client) EnsureNamespace(ctx context.Context) (*EnsureResult, error) {
+	var out EnsureResult
+	if _, err := c.doJSON(ctx, routeEnsureNamespace, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
