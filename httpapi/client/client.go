@@ -95,6 +95,16 @@ func jsonCall(r routeID, in, out any, params ...string) (call, error) {
 	return cl, nil
 }
 
+// jsonOf calls route r with the JSON body in (nil: none) and returns its
+// decoded JSON answer.
+func jsonOf[T any](ctx context.Context, c *Client, r routeID, in any, params ...string) (*T, error) {
+	var out T
+	if _, err := c.doJSON(ctx, r, in, &out, params...); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // doJSON sends a JSON call and returns the answer's status.
 func (c *Client) doJSON(ctx context.Context, r routeID, in, out any, params ...string) (int, error) {
 	cl, err := jsonCall(r, in, out, params...)

@@ -73,31 +73,19 @@ func (c *Client) ListFunctions(ctx context.Context) ([]Function, error) {
 // *Error with CodeConflict when the name exists, CodeInvalid naming the
 // Field of a bad name, runtime or limit.
 func (c *Client) CreateFunction(ctx context.Context, req CreateFunctionRequest) (*Function, error) {
-	var out Function
-	if _, err := c.doJSON(ctx, routeCreateFunction, req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonOf[Function](ctx, c, routeCreateFunction, req)
 }
 
 // GetFunction returns one function. Errors: *Error with CodeNotFound.
 func (c *Client) GetFunction(ctx context.Context, name string) (*Function, error) {
-	var out Function
-	if _, err := c.doJSON(ctx, routeGetFunction, nil, &out, name); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonOf[Function](ctx, c, routeGetFunction, nil, name)
 }
 
 // UpdateFunction merges req over the function's configuration; once code
 // exists a change makes a new version (built when needed). Errors: *Error
 // with CodeNotFound, CodeInvalid naming the Field.
 func (c *Client) UpdateFunction(ctx context.Context, name string, req UpdateFunctionRequest) (*Function, error) {
-	var out Function
-	if _, err := c.doJSON(ctx, routeUpdateFunction, req, &out, name); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonOf[Function](ctx, c, routeUpdateFunction, req, name)
 }
 
 // DeleteFunction deletes a function with its versions, triggers and

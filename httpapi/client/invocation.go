@@ -82,9 +82,5 @@ func (c *Client) ListInvocations(ctx context.Context, function string, q Invocat
 // GetInvocation returns one invocation of function with its log. Errors:
 // *Error with CodeNotFound.
 func (c *Client) GetInvocation(ctx context.Context, function, id string) (*InvocationDetail, error) {
-	var out InvocationDetail
-	if _, err := c.doJSON(ctx, routeGetInvocation, nil, &out, function, id); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonOf[InvocationDetail](ctx, c, routeGetInvocation, nil, function, id)
 }

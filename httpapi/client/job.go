@@ -55,32 +55,20 @@ func (c *Client) ListJobs(ctx context.Context, function string) ([]Job, error) {
 // CodeConflict when the name exists (read it back with GetJob),
 // CodeUnprocessable (Field "function") when the function does not exist.
 func (c *Client) CreateJob(ctx context.Context, req CreateJobRequest) (*Job, error) {
-	var out Job
-	if _, err := c.doJSON(ctx, routeCreateJob, req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonOf[Job](ctx, c, routeCreateJob, req)
 }
 
 // GetJob returns one job with its phase, result or error. Errors: *Error
 // with CodeNotFound.
 func (c *Client) GetJob(ctx context.Context, name string) (*Job, error) {
-	var out Job
-	if _, err := c.doJSON(ctx, routeGetJob, nil, &out, name); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonOf[Job](ctx, c, routeGetJob, nil, name)
 }
 
 // SetJobRunID runs the job again when runID is larger than its RunID; the
 // same runID changes nothing. Errors: *Error with CodeNotFound, CodeInvalid
 // for a smaller runID, CodeUnprocessable when the function is gone.
 func (c *Client) SetJobRunID(ctx context.Context, name string, runID int64) (*Job, error) {
-	var out Job
-	if _, err := c.doJSON(ctx, routePatchJob, map[string]int64{"run_id": runID}, &out, name); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonOf[Job](ctx, c, routePatchJob, map[string]int64{"run_id": runID}, name)
 }
 
 // DeleteJob deletes a job and cancels its unfinished runs. Errors: *Error

@@ -47,9 +47,5 @@ type EnsureResult struct {
 // Errors: *Error with CodeUnauthorized or CodeForbidden for a token that
 // does not own the namespace.
 func (c *Client) EnsureNamespace(ctx context.Context) (*EnsureResult, error) {
-	var out EnsureResult
-	if _, err := c.doJSON(ctx, routeEnsureNamespace, nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonOf[EnsureResult](ctx, c, routeEnsureNamespace, nil)
 }

@@ -55,30 +55,18 @@ func (c *Client) ListTriggers(ctx context.Context, function string) ([]Trigger, 
 // when the function does not, CodeInvalid naming the Field of a bad type,
 // name or schedule.
 func (c *Client) CreateTrigger(ctx context.Context, req CreateTriggerRequest) (*Trigger, error) {
-	var out Trigger
-	if _, err := c.doJSON(ctx, routeCreateTrigger, req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonOf[Trigger](ctx, c, routeCreateTrigger, req)
 }
 
 // GetTrigger returns one trigger. Errors: *Error with CodeNotFound.
 func (c *Client) GetTrigger(ctx context.Context, name string) (*Trigger, error) {
-	var out Trigger
-	if _, err := c.doJSON(ctx, routeGetTrigger, nil, &out, name); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonOf[Trigger](ctx, c, routeGetTrigger, nil, name)
 }
 
 // SetTriggerEnabled turns a trigger on or off; the workload follows
 // asynchronously, as Trigger.Active reports. Errors: *Error with CodeNotFound.
 func (c *Client) SetTriggerEnabled(ctx context.Context, name string, enabled bool) (*Trigger, error) {
-	var out Trigger
-	if _, err := c.doJSON(ctx, routePatchTrigger, map[string]bool{"enabled": enabled}, &out, name); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonOf[Trigger](ctx, c, routePatchTrigger, map[string]bool{"enabled": enabled}, name)
 }
 
 // DeleteTrigger deletes a trigger. Errors: *Error with CodeNotFound.

@@ -150,11 +150,7 @@ func (c *Client) Source(ctx context.Context, name string, n int) (*Source, error
 // ListVersions returns a function's versions and activation history.
 // Errors: *Error with CodeNotFound.
 func (c *Client) ListVersions(ctx context.Context, name string) (*VersionList, error) {
-	var out VersionList
-	if _, err := c.doJSON(ctx, routeListVersions, nil, &out, name); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonOf[VersionList](ctx, c, routeListVersions, nil, name)
 }
 
 // GetVersion returns version n of a function with its build log. Errors:
