@@ -24,8 +24,10 @@
 // Environment: PORT (default 8080); SLESS_HOST (default all interfaces; Command sets
 // 127.0.0.1); SLESS_ENTRYPOINT, module.function, which the caller must set for Python
 // and Node.js (a process without it fails to load) and Go ignores, as Install compiles
-// the exported function name in; SLESS_MODE, server (default) or job; SLESS_EVENT, the
-// job's input, a JSON object (empty means {}); SLESS_TIMEOUT_SEC, the job's time limit.
+// the exported function name in; SLESS_MODE, server (default), job, or check (load the
+// entrypoint and exit: 0 when it resolves, 1 with the load error; the build runs it);
+// SLESS_EVENT, the job's input, a JSON object (empty means {}); SLESS_TIMEOUT_SEC, the
+// job's time limit.
 //
 // Server mode listens first and answers 503 on every path, /_sless/health included,
 // while the user code loads; then /_sless/health answers 200. (Node.js: a synchronous
