@@ -64,7 +64,7 @@ func newDriver(t *testing.T, opts localdriver.Options) (*localdriver.Driver, str
 		if err := d.Close(ctx); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		if left := processesUnder(opts.Dir); len(left) > 0 {
+		if left := sandboxtest.Describe(opts.Dir); len(left) > 0 {
 			t.Errorf("processes left after Close: %v", left)
 		}
 	})
@@ -91,16 +91,10 @@ func newCodeStore(t testing.TB) *codestore.Store {
 func leftovers(dir string) func(ctx context.Context, ns, fn string) ([]string, error) {
 	return func(ctx context.Context, ns, fn string) ([]string, error) {
 		fnDir := filepath.Join(dir, "builds", ns, fn)
-		left := processesUnder(fnDir)
+		left := sandboxtest.Describe(fnDir)
 		if _, err := os.Stat(fnDir); err == nil {
 			left = append(left, "directory "+fnDir)
 		}
 		return left, nil
 	}
 }
-
-// processesUnder lists the processes running from below dir (sandboxtest).
-func processesUnder(dir string) []string { return sandboxtest.Describe(dir) }
-
-// pidsUnder returns the ids of the processes processesUnder describes.
-func pidsUnder(dir string) []int { return sandboxtest.PIDs(dir) }

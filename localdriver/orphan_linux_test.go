@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/localdriver"
+	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/workers"
 )
@@ -84,7 +85,7 @@ func TestDriverDeathKillsFunctions(t *testing.T) {
 	t.Cleanup(func() {
 		_ = host.Process.Kill()
 		_ = host.Wait()
-		for _, pid := range pidsUnder(dir) { // orphans of a failed run
+		for _, pid := range sandboxtest.PIDs(dir) { // orphans of a failed run
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
@@ -95,13 +96,13 @@ func TestDriverDeathKillsFunctions(t *testing.T) {
 	endpoint := strings.TrimSpace(line)
 	mustHello(t, endpoint)
 	functions := 0
-	for _, pid := range pidsUnder(dir) {
+	for _, pid := range sandboxtest.PIDs(dir) {
 		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) != "bwrap" {
 			functions++ // not the sandbox's own init
 		}
 	}
 	if functions != 2 {
-		t.Fatalf("%d function processes run, want the server and the job: %v", functions, processesUnder(dir))
+		t.Fatalf("%d function processes run, want the server and the job: %v", functions, sandboxtest.Describe(dir))
 	}
 
 	if err := host.Process.Signal(syscall.SIGKILL); err != nil {
@@ -109,9 +110,9 @@ func TestDriverDeathKillsFunctions(t *testing.T) {
 	}
 	_ = host.Wait()
 	deadline := time.Now().Add(5 * time.Second)
-	for len(processesUnder(dir)) > 0 {
+	for len(sandboxtest.Describe(dir)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("processes outlived their driver: %v", processesUnder(dir))
+			t.Fatalf("processes outlived their driver: %v", sandboxtest.Describe(dir))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

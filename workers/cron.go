@@ -199,9 +199,9 @@ func (c *cronRunWorker) Work(ctx context.Context, job *river.Job[CronRunArgs]) e
 		// retry-safe, as job runs are.
 		out.ok, out.interrupted, out.message = false, why, why
 		w.recordRun(store.InvocationCron, spec, spec.Name, out, started)
-		if why == interruptedByShutdown && !st.workload.Config.RetrySafe {
-			w.log.WarnContext(ctx, "cron run interrupted by shutdown; not run again (the function is not retry-safe)",
-				"namespace", a.Namespace, "trigger", a.Trigger, "slot", a.Slot)
+		if !mayRunAgain(why, st.workload.Config) {
+			w.log.WarnContext(ctx, "cron run "+why+"; not run again", "namespace", a.Namespace, "trigger", a.Trigger, "slot", a.Slot,
+				"retry_safe", st.workload.Config.RetrySafe)
 			return nil
 		}
 		return fmt.Errorf("cron run %s/%s: %s: %w", a.Namespace, a.Trigger, why, ctx.Err())

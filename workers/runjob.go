@@ -77,7 +77,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 		}
 		spec = RunSpec{Workload: Workload{Namespace: a.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config},
 			Name: a.Job, RunID: a.RunID, Event: j.Event}
-		if j.Phase == domain.JobPhaseRunning && rescued(job.JobRow) && !v.Config.RetrySafe {
+		if j.Phase == domain.JobPhaseRunning && rescued(job.JobRow) && !mayRunAgain(interruptedByCrash, v.Config) {
 			done, crashed = true, true
 			if err := tx.Append(ctx, stream, j, j.Fail(a.RunID, interruptedByCrash, "", w.now())); err != nil {
 				return err
@@ -195,6 +195,20 @@ const (
 	interruptedByTimeout  = "interrupted"
 )
 
+// mayRunAgain says whether an attempt interrupted for why is made again. A
+// shutdown or a crash of the process may have left the function's side
+// effects half done, so only a RetrySafe function runs again; a cancelled
+// run never does; one River's timeout ended does, as any failed attempt.
+func mayRunAgain(why string, cfg domain.FunctionConfig) bool {
+	switch why {
+	case interruptedByShutdown, interruptedByCrash:
+		return cfg.RetrySafe
+	case interruptedByCancel:
+		return false
+	}
+	return true
+}
+
 // interruption says why the job's context ended, or "" while it runs: the
 // job was cancelled (CancelRunTx), Stop interrupted it, or River's timeout
 // (or a stop before the drain) ended it.
@@ -223,7 +237,7 @@ func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[RunJobArgs]
 	a := job.Args
 	stream := domain.JobStream(a.Namespace, a.Job)
 	out.ok, out.interrupted, out.message = false, why, why
-	retry := why == interruptedByTimeout || why == interruptedByShutdown && spec.Config.RetrySafe
+	retry := mayRunAgain(why, spec.Config)
 	if why == interruptedByShutdown && retry {
 		out.message = why + "; it runs again on the next start (the function is retry-safe)"
 	}

@@ -111,7 +111,7 @@ func TestDevEndToEnd(t *testing.T) {
 
 	call("POST", "/triggers", "application/json", strings.NewReader(`{"name":"web","type":"http","function":"hello"}`))
 	waitFor(t, 60*time.Second, func() bool { return call("GET", "/triggers/web", "", nil)["active"] == true })
-	if !processRunning(t, dataDir) {
+	if len(sandboxtest.PIDs(dataDir)) == 0 {
 		t.Fatal("no function process runs behind the enabled http trigger")
 	}
 
@@ -167,7 +167,7 @@ func TestDevEndToEnd(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("dev did not stop within 60s")
 	}
-	if processRunning(t, dataDir) {
+	if len(sandboxtest.PIDs(dataDir)) > 0 {
 		t.Fatal("a function process outlived sless dev")
 	}
 }
@@ -181,10 +181,4 @@ func waitFor(t *testing.T, limit time.Duration, ok func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// processRunning reports whether any process has a command line mentioning dir.
-func processRunning(t *testing.T, dir string) bool {
-	t.Helper()
-	return len(sandboxtest.PIDs(dir)) > 0
 }
