@@ -88,15 +88,13 @@ func (o BuildOptions) toolEnv(bins ...string) []string {
 }
 
 // Check loads the installed, built function in dir the way its processes
-// will (Python: imports the module, compiling it; Node.js: requires it) and
+// will (Python: imports the module, compiling it; Node.js: requires it; Go:
+// runs the package's init, Build having compiled the entrypoint in) and
 // fails when the entrypoint does not resolve: a missing module or function,
 // a syntax error, an exception at load. It returns the check's output, and
 // EUNPROCESSABLE with the load error when it fails, EUNAVAILABLE when it
-// could not run. Go needs none: Build compiled the entrypoint in.
+// could not run.
 func (r Runtime) Check(ctx context.Context, dir string, opts BuildOptions) (string, error) {
-	if _, ok := r.lang.(golang); ok {
-		return "", nil
-	}
 	spec, err := r.Command(dir, ModeCheck)
 	if err != nil {
 		return "", err
