@@ -1,14 +1,13 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 )
 
 // Paging of the audit log.
@@ -16,24 +15,6 @@ const (
 	defaultEventLimit = 100
 	maxEventLimit     = 1000
 )
-
-// eventView is one entry of a namespace's audit log.
-type eventView struct {
-	Position   int64           `json:"position"`
-	Stream     string          `json:"stream"`
-	Version    int64           `json:"stream_version"`
-	Type       string          `json:"type"`
-	Data       json.RawMessage `json:"data"`
-	Actor      string          `json:"actor"`
-	RequestID  string          `json:"request_id,omitempty"`
-	RecordedAt time.Time       `json:"recorded_at"`
-}
-
-// eventList is a page of the audit log; pass NextAfter as ?after= for the next one.
-type eventList struct {
-	Events    []eventView `json:"events"`
-	NextAfter int64       `json:"next_after"`
-}
 
 // streamKinds are the aggregate kinds a ?stream= shorthand may name.
 var streamKinds = map[string]bool{"function": true, "trigger": true, "job": true, "namespace": true}
@@ -71,9 +52,9 @@ func (s *Server) listEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := eventList{Events: make([]eventView, len(evs)), NextAfter: after}
+	out := wire.EventList{Events: make([]wire.Event, len(evs)), NextAfter: after}
 	for i, e := range evs {
-		out.Events[i] = eventView{Position: e.Position, Stream: e.StreamID, Version: e.StreamVersion, Type: e.Type,
+		out.Events[i] = wire.Event{Position: e.Position, Stream: e.StreamID, StreamVersion: e.StreamVersion, Type: e.Type,
 			Data: e.Data, Actor: e.Metadata.Actor, RequestID: e.Metadata.RequestID, RecordedAt: e.RecordedAt.UTC()}
 		out.NextAfter = e.Position
 	}

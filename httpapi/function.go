@@ -7,41 +7,21 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/workers"
 )
 
-// functionView is a function as the API shows it (SPEC §2).
-type functionView struct {
-	Namespace  string            `json:"namespace"`
-	Name       string            `json:"name"`
-	Runtime    string            `json:"runtime"`
-	Entrypoint string            `json:"entrypoint"`
-	MemoryMB   int               `json:"memory_mb"`
-	TimeoutSec int               `json:"timeout_sec"`
-	EnvVars    map[string]string `json:"env_vars"`
-	// MaxConcurrency is how many requests the function serves at once
-	// through /fn (429 beyond); 0 means the platform's default.
-	MaxConcurrency int `json:"max_concurrency"`
-	// RetrySafe is domain.FunctionConfig.RetrySafe: whether a job run
-	// interrupted by a server shutdown is run again.
-	RetrySafe     bool       `json:"retry_safe" doc:"true: a job run interrupted by a server shutdown is run again; false (default): it fails with \"interrupted by shutdown\""`
-	Phase         string     `json:"phase"`
-	Message       string     `json:"message"`
-	ActiveVersion int        `json:"active_version"`
-	CreatedAt     time.Time  `json:"created_at"`
-	LastBuiltAt   *time.Time `json:"last_built_at"`
-}
-
-func newFunctionView(f domain.Function) functionView {
+// newFunction renders f as the API shows it.
+func newFunction(f domain.Function) wire.Function {
 	env := f.Config.EnvVars
 	if env == nil {
 		env = map[string]string{}
 	}
-	return functionView{
+	return wire.Function{
 		Namespace: f.Namespace, Name: f.Name, Runtime: string(f.Config.Runtime), Entrypoint: f.Config.Entrypoint,
 		MemoryMB: f.Config.MemoryMB, TimeoutSec: f.Config.TimeoutSec, EnvVars: env, MaxConcurrency: f.Config.MaxConcurrency,
-		RetrySafe: f.Config.RetrySafe, Phase: string(f.Phase), Message: f.Message, ActiveVersion: f.ActiveVersion,
+		RetrySafe: f.Config.RetrySafe, Phase: f.Phase, Message: f.Message, ActiveVersion: f.ActiveVersion,
 		CreatedAt: pgTime(f.CreatedAt), LastBuiltAt: optionalTime(f.LastBuiltAt),
 	}
 }
@@ -59,47 +39,10 @@ func optionalTime(t time.Time) *time.Time {
 // rendered from an aggregate equals what a later GET reads.
 func pgTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-// functionList is the JSON answer of the function listing.
-type functionList struct {
-	Functions []functionView `json:"functions"`
-}
-
-// createFunctionRequest is the body of POST .../functions; zero values take
-// the defaults of SPEC §2 (memory_mb 128, timeout_sec 30, the runtime's entrypoint).
-type createFunctionRequest struct {
-	Name       string            `json:"name"`
-	Runtime    string            `json:"runtime"`
-	Entrypoint string            `json:"entrypoint,omitempty"`
-	MemoryMB   int               `json:"memory_mb,omitempty"`
-	TimeoutSec int               `json:"timeout_sec,omitempty"`
-	EnvVars    map[string]string `json:"env_vars,omitempty"`
-	// MaxConcurrency bounds the requests served at once (0: the platform's default).
-	MaxConcurrency int `json:"max_concurrency,omitempty"`
-	// RetrySafe declares that running the function twice with one event does
-	// no harm (default false), see functionView.RetrySafe.
-	RetrySafe bool `json:"retry_safe,omitempty" doc:"true: a job run interrupted by a server shutdown is run again; false (default): it fails with \"interrupted by shutdown\""`
-}
-
-// updateFunctionRequest is the body of PUT .../functions/{name}. It is merged
-// over the current configuration: a field left out (or null) keeps its value,
-// env_vars replaces the whole map when given ({} clears it), and 0 for
-// memory_mb or timeout_sec means the default, as in a create. name, when
-// given, must be the name in the path.
-type updateFunctionRequest struct {
-	Name           *string            `json:"name,omitempty"`
-	Runtime        *string            `json:"runtime,omitempty"`
-	Entrypoint     *string            `json:"entrypoint,omitempty"`
-	MemoryMB       *int               `json:"memory_mb,omitempty"`
-	TimeoutSec     *int               `json:"timeout_sec,omitempty"`
-	EnvVars        *map[string]string `json:"env_vars,omitempty"`
-	MaxConcurrency *int               `json:"max_concurrency,omitempty"`
-	RetrySafe      *bool              `json:"retry_safe,omitempty" doc:"true: a job run interrupted by a server shutdown is run again; false: it fails with \"interrupted by shutdown\""`
-}
-
-// merge returns the spec of cur with the request's fields over it. When the
+// mergeUpdate returns the spec of cur with the fields of r over it. When the
 // runtime changes and the entrypoint was the old runtime's default and is not
 // given, the new runtime's default follows (handler.handle means nothing in Go).
-func (r updateFunctionRequest) merge(cur domain.FunctionConfig) domain.FunctionSpec {
+func mergeUpdate(r wire.UpdateFunctionRequest, cur domain.FunctionConfig) domain.FunctionSpec {
 	spec := domain.FunctionSpec{Runtime: string(cur.Runtime), Entrypoint: cur.Entrypoint,
 		MemoryMB: cur.MemoryMB, TimeoutSec: cur.TimeoutSec, EnvVars: cur.EnvVars, MaxConcurrency: cur.MaxConcurrency,
 		RetrySafe: cur.RetrySafe}
@@ -150,9 +93,9 @@ func (s *Server) listFunctions(c echo.Context) error {
 	if format := negotiate(c.Request().Header.Get(echo.HeaderAccept)); format != formatJSON {
 		return s.renderListing(c, ns, fs, format)
 	}
-	out := functionList{Functions: make([]functionView, len(fs))}
+	out := wire.FunctionList{Functions: make([]wire.Function, len(fs))}
 	for i, f := range fs {
-		out.Functions[i] = newFunctionView(f)
+		out.Functions[i] = newFunction(f)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -161,7 +104,7 @@ func (s *Server) listFunctions(c echo.Context) error {
 // function, 409 when the name exists. It also ensures the namespace, so the
 // operators' tenant list includes every namespace that has functions.
 func (s *Server) createFunction(c echo.Context) error {
-	var req createFunctionRequest
+	var req wire.CreateFunctionRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -189,7 +132,7 @@ func (s *Server) createFunction(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, newFunctionView(*f))
+	return c.JSON(http.StatusCreated, newFunction(*f))
 }
 
 // getFunction serves GET /v1/namespaces/{ns}/functions/{name}.
@@ -198,15 +141,15 @@ func (s *Server) getFunction(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newFunctionView(f))
+	return c.JSON(http.StatusOK, newFunction(f))
 }
 
 // updateFunction serves PUT /v1/namespaces/{ns}/functions/{name}: the given
-// fields are merged over the current configuration (updateFunctionRequest);
+// fields are merged over the current configuration (wire.UpdateFunctionRequest);
 // when code exists a changed configuration makes a new version, built unless
 // the same code was built for the same runtime and entrypoint already.
 func (s *Server) updateFunction(c echo.Context) error {
-	var req updateFunctionRequest
+	var req wire.UpdateFunctionRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -222,7 +165,7 @@ func (s *Server) updateFunction(c echo.Context) error {
 		if err := tx.Load(c.Request().Context(), stream, f); err != nil {
 			return err
 		}
-		evs, err := f.UpdateConfig(req.merge(f.Config), now)
+		evs, err := f.UpdateConfig(mergeUpdate(req, f.Config), now)
 		if err != nil {
 			return err
 		}
@@ -231,7 +174,7 @@ func (s *Server) updateFunction(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newFunctionView(*f))
+	return c.JSON(http.StatusOK, newFunction(*f))
 }
 
 // deleteFunction serves DELETE /v1/namespaces/{ns}/functions/{name}: the

@@ -10,45 +10,16 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/store"
 )
 
-// invocationView is one invocation in a listing (SPEC §5), without its log.
-type invocationView struct {
-	ID         string    `json:"id"`
-	Function   string    `json:"function"`
-	Version    int       `json:"version"`
-	Trigger    string    `json:"trigger"`
-	Method     string    `json:"method"`
-	Path       string    `json:"path"`
-	Status     int       `json:"status"`
-	DurationMS float64   `json:"duration_ms"`
-	ColdStart  bool      `json:"cold_start"`
-	BytesIn    int64     `json:"bytes_in"`
-	BytesOut   int64     `json:"bytes_out"`
-	Error      string    `json:"error"`
-	StartedAt  time.Time `json:"started_at"`
-	EndedAt    time.Time `json:"ended_at"`
-}
-
-// invocationDetailView is one invocation with the function's log of it.
-type invocationDetailView struct {
-	invocationView
-	Log string `json:"log"`
-}
-
-func newInvocationView(inv store.Invocation) invocationView {
-	return invocationView{ID: inv.ID.String(), Function: inv.Function, Version: inv.Version, Trigger: string(inv.Trigger),
+// newInvocation renders inv as a listing shows it, without its log.
+func newInvocation(inv store.Invocation) wire.Invocation {
+	return wire.Invocation{ID: inv.ID.String(), Function: inv.Function, Version: inv.Version, Trigger: string(inv.Trigger),
 		Method: inv.Method, Path: inv.Path, Status: inv.Status, DurationMS: float64(inv.Duration.Microseconds()) / 1000,
 		ColdStart: inv.ColdStart, BytesIn: inv.BytesIn, BytesOut: inv.BytesOut, Error: inv.Error,
 		StartedAt: pgTime(inv.StartedAt), EndedAt: pgTime(inv.EndedAt)}
-}
-
-// invocationList is the answer of GET .../invocations: newest first; pass
-// next_cursor as cursor for the next page ("" on the last one).
-type invocationList struct {
-	Invocations []invocationView `json:"invocations"`
-	NextCursor  string           `json:"next_cursor"`
 }
 
 var invocationQuery = []queryParam{
@@ -94,9 +65,9 @@ func (s *Server) listInvocations(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := invocationList{Invocations: make([]invocationView, len(page.Invocations)), NextCursor: page.NextCursor}
+	out := wire.InvocationList{Invocations: make([]wire.Invocation, len(page.Invocations)), NextCursor: page.NextCursor}
 	for i, inv := range page.Invocations {
-		out.Invocations[i] = newInvocationView(inv)
+		out.Invocations[i] = newInvocation(inv)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -112,7 +83,7 @@ func (s *Server) getInvocation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, invocationDetailView{invocationView: newInvocationView(inv), Log: inv.Log})
+	return c.JSON(http.StatusOK, wire.InvocationDetail{Invocation: newInvocation(inv), Log: inv.Log})
 }
 
 func queryTime(c echo.Context, name string) (time.Time, error) {

@@ -3,59 +3,24 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/workers"
 )
 
-// jobView is a one-shot job as the API shows it (SPEC §4): Message holds the
-// result of a successful run or the error of a failed one, Output all of it.
-type jobView struct {
-	Namespace   string          `json:"namespace"`
-	Name        string          `json:"name"`
-	Function    string          `json:"function"`
-	Event       json.RawMessage `json:"event"`
-	RunID       int64           `json:"run_id"`
-	Phase       string          `json:"phase"`
-	Version     int             `json:"version"`
-	Message     string          `json:"message"`
-	Output      string          `json:"output"`
-	StartedAt   *time.Time      `json:"started_at"`
-	CompletedAt *time.Time      `json:"completed_at"`
-	CreatedAt   time.Time       `json:"created_at"`
-}
-
-func newJobView(j domain.Job) jobView {
+// newJob renders j as the API shows it; a job without an event shows {}.
+func newJob(j domain.Job) wire.Job {
 	event := j.Event
 	if len(event) == 0 {
 		event = json.RawMessage(`{}`)
 	}
-	return jobView{Namespace: j.Namespace, Name: j.Name, Function: j.Function, Event: event, RunID: j.RunID,
-		Phase: string(j.Phase), Version: j.Version, Message: j.Message, Output: j.Output,
+	return wire.Job{Namespace: j.Namespace, Name: j.Name, Function: j.Function, Event: event, RunID: j.RunID,
+		Phase: j.Phase, Version: j.Version, Message: j.Message, Output: j.Output,
 		StartedAt: optionalTime(j.StartedAt), CompletedAt: optionalTime(j.CompletedAt), CreatedAt: pgTime(j.CreatedAt)}
-}
-
-// jobList is the answer of GET .../jobs.
-type jobList struct {
-	Jobs []jobView `json:"jobs"`
-}
-
-// createJobRequest is the body of POST .../jobs; run_id 0 creates the job
-// without running it.
-type createJobRequest struct {
-	Name     string          `json:"name"`
-	Function string          `json:"function"`
-	Event    json.RawMessage `json:"event,omitempty"`
-	RunID    int64           `json:"run_id,omitempty"`
-}
-
-// patchJobRequest is the body of PATCH .../jobs/{name}.
-type patchJobRequest struct {
-	RunID *int64 `json:"run_id"`
 }
 
 func (s *Server) registerJobRoutes(g *echo.Group) {
@@ -72,9 +37,9 @@ func (s *Server) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := jobList{Jobs: make([]jobView, len(js))}
+	out := wire.JobList{Jobs: make([]wire.Job, len(js))}
 	for i, j := range js {
-		out.Jobs[i] = newJobView(j)
+		out.Jobs[i] = newJob(j)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -83,7 +48,7 @@ func (s *Server) listJobs(c echo.Context) error {
 // queued when run_id > 0), 409 when the name exists (the client reads it
 // back with GET), 422 when the function does not exist.
 func (s *Server) createJob(c echo.Context) error {
-	var req createJobRequest
+	var req wire.CreateJobRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -109,7 +74,7 @@ func (s *Server) createJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, newJobView(*j))
+	return c.JSON(http.StatusCreated, newJob(*j))
 }
 
 // getJob serves GET /v1/namespaces/{ns}/jobs/{name}.
@@ -118,14 +83,14 @@ func (s *Server) getJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newJobView(j))
+	return c.JSON(http.StatusOK, newJob(j))
 }
 
 // patchJob serves PATCH /v1/namespaces/{ns}/jobs/{name} {"run_id": n}: a
 // larger n runs the job again (202), the same n changes nothing (200), a
 // smaller one is 400; the function must still exist (422).
 func (s *Server) patchJob(c echo.Context) error {
-	var req patchJobRequest
+	var req wire.PatchJobRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -158,7 +123,7 @@ func (s *Server) patchJob(c echo.Context) error {
 	if len(evs) > 0 {
 		status = http.StatusAccepted
 	}
-	return c.JSON(status, newJobView(*j))
+	return c.JSON(status, newJob(*j))
 }
 
 // deleteJob serves DELETE /v1/namespaces/{ns}/jobs/{name}: the job goes, and

@@ -7,19 +7,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/store"
 )
-
-// namespaceView is the answer of ensure.
-type namespaceView struct {
-	Namespace string `json:"namespace"`
-	Created   bool   `json:"created"`
-}
-
-// namespaceList is the operators' list of tenants.
-type namespaceList struct {
-	Namespaces []store.NamespaceInfo `json:"namespaces"`
-}
 
 func (s *Server) registerNamespaceRoutes(g *echo.Group) {
 	g.POST("/ensure", s.ensureNamespace)
@@ -40,7 +30,7 @@ func (s *Server) ensureNamespace(c echo.Context) error {
 	if len(evs) > 0 {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, namespaceView{Namespace: ns, Created: len(evs) > 0})
+	return c.JSON(status, wire.Namespace{Namespace: ns, Created: len(evs) > 0})
 }
 
 // ensureNamespace records the namespace in tx unless it exists.
@@ -64,8 +54,9 @@ func (s *Server) listNamespaces(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if ns == nil {
-		ns = []store.NamespaceInfo{}
+	out := wire.NamespaceList{Namespaces: make([]wire.NamespaceInfo, len(ns))}
+	for i, n := range ns {
+		out.Namespaces[i] = wire.NamespaceInfo(n)
 	}
-	return c.JSON(http.StatusOK, namespaceList{Namespaces: ns})
+	return c.JSON(http.StatusOK, out)
 }

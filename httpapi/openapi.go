@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/store/codestore"
 )
 
@@ -50,39 +51,39 @@ var apiRoutes = []apiRoute{
 	{Method: "GET", Path: "/healthz", Summary: "Liveness: the process is up; names the sandbox of function processes", Tag: "health", Status: 200, Response: healthView{}},
 	{Method: "GET", Path: "/readyz", Summary: "Readiness: PostgreSQL and object storage answer; names the sandbox of function processes", Tag: "health", Status: 200, Response: healthView{}},
 	{Method: "GET", Path: "/v1/openapi.json", Summary: "This document", Tag: "meta", Status: 200, Response: map[string]any{}},
-	{Method: "GET", Path: "/v1/namespaces", Summary: "List every tenant namespace (operators only)", Tag: "namespaces", Access: operator, Status: 200, Response: namespaceList{}},
-	{Method: "POST", Path: "/v1/namespaces/:ns/ensure", Summary: "Create the namespace if needed (201 when created, 200 when it existed)", Tag: "namespaces", Access: tenant, Status: 201, Response: namespaceView{}},
+	{Method: "GET", Path: "/v1/namespaces", Summary: "List every tenant namespace (operators only)", Tag: "namespaces", Access: operator, Status: 200, Response: wire.NamespaceList{}},
+	{Method: "POST", Path: "/v1/namespaces/:ns/ensure", Summary: "Create the namespace if needed (201 when created, 200 when it existed)", Tag: "namespaces", Access: tenant, Status: 201, Response: wire.Namespace{}},
 
-	{Method: "GET", Path: "/v1/namespaces/:ns/functions", Summary: "List functions; Accept: text/plain or text/html gives the human listing", Tag: "functions", Access: tenant, Status: 200, Response: functionList{}, TextAndHTML: true},
-	{Method: "POST", Path: "/v1/namespaces/:ns/functions", Summary: "Create a function (409 when the name exists)", Tag: "functions", Access: tenant, Request: createFunctionRequest{}, Status: 201, Response: functionView{}},
-	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name", Summary: "Get a function", Tag: "functions", Access: tenant, Status: 200, Response: functionView{}},
-	{Method: "PUT", Path: "/v1/namespaces/:ns/functions/:name", Summary: "Update the configuration: given fields are merged over the current ones; makes a version when code exists", Tag: "functions", Access: tenant, Request: updateFunctionRequest{}, Status: 200, Response: functionView{}},
+	{Method: "GET", Path: "/v1/namespaces/:ns/functions", Summary: "List functions; Accept: text/plain or text/html gives the human listing", Tag: "functions", Access: tenant, Status: 200, Response: wire.FunctionList{}, TextAndHTML: true},
+	{Method: "POST", Path: "/v1/namespaces/:ns/functions", Summary: "Create a function (409 when the name exists)", Tag: "functions", Access: tenant, Request: wire.CreateFunctionRequest{}, Status: 201, Response: wire.Function{}},
+	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name", Summary: "Get a function", Tag: "functions", Access: tenant, Status: 200, Response: wire.Function{}},
+	{Method: "PUT", Path: "/v1/namespaces/:ns/functions/:name", Summary: "Update the configuration: given fields are merged over the current ones; makes a version when code exists", Tag: "functions", Access: tenant, Request: wire.UpdateFunctionRequest{}, Status: 200, Response: wire.Function{}},
 	{Method: "DELETE", Path: "/v1/namespaces/:ns/functions/:name", Summary: "Delete a function with its versions, triggers and workloads", Tag: "functions", Access: tenant, Status: 204},
-	{Method: "POST", Path: "/v1/namespaces/:ns/functions/:name/upload", Summary: "Upload code (multipart field \"code\", a zip of at most 32 MiB): 202 with the new version (or the identical newest one whose lost build was queued again), 200 with the active version when code and configuration are identical to it", Tag: "functions", Access: tenant, Multipart: true, Status: 202, Response: versionView{}},
+	{Method: "POST", Path: "/v1/namespaces/:ns/functions/:name/upload", Summary: "Upload code (multipart field \"code\", a zip of at most 32 MiB): 202 with the new version (or the identical newest one whose lost build was queued again), 200 with the active version when code and configuration are identical to it", Tag: "functions", Access: tenant, Multipart: true, Status: 202, Response: wire.Version{}},
 	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/source", Summary: "The user's files of the active (or given) version", Tag: "functions", Access: tenant, Query: []queryParam{{"version", "integer", "version number; default the active version"}}, Status: 200, Response: []codestore.SourceFile{}},
-	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/versions", Summary: "Versions (newest first) with build status, and the activation history", Tag: "versions", Access: tenant, Status: 200, Response: versionList{}},
-	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/versions/:version", Summary: "One version with its build log", Tag: "versions", Access: tenant, Status: 200, Response: versionView{}},
-	{Method: "POST", Path: "/v1/namespaces/:ns/functions/:name/rollback", Summary: "Make a successfully built version active again, with its configuration and without a rebuild (200); 202 when its build job was lost and is queued again", Tag: "versions", Access: tenant, Request: rollbackRequest{}, Status: 200, Response: functionView{}},
+	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/versions", Summary: "Versions (newest first) with build status, and the activation history", Tag: "versions", Access: tenant, Status: 200, Response: wire.VersionList{}},
+	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/versions/:version", Summary: "One version with its build log", Tag: "versions", Access: tenant, Status: 200, Response: wire.Version{}},
+	{Method: "POST", Path: "/v1/namespaces/:ns/functions/:name/rollback", Summary: "Make a successfully built version active again, with its configuration and without a rebuild (200); 202 when its build job was lost and is queued again", Tag: "versions", Access: tenant, Request: wire.RollbackRequest{}, Status: 200, Response: wire.Function{}},
 
-	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/invocations", Summary: "The invocation log of a function (HTTP, cron, job), newest first, in pages", Tag: "invocations", Access: tenant, Query: invocationQuery, Status: 200, Response: invocationList{}},
-	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/invocations/:id", Summary: "One invocation with the function's log of it", Tag: "invocations", Access: tenant, Status: 200, Response: invocationDetailView{}},
+	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/invocations", Summary: "The invocation log of a function (HTTP, cron, job), newest first, in pages", Tag: "invocations", Access: tenant, Query: invocationQuery, Status: 200, Response: wire.InvocationList{}},
+	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/invocations/:id", Summary: "One invocation with the function's log of it", Tag: "invocations", Access: tenant, Status: 200, Response: wire.InvocationDetail{}},
 
-	{Method: "GET", Path: "/v1/namespaces/:ns/triggers", Summary: "List triggers", Tag: "triggers", Access: tenant, Query: []queryParam{{"function", "string", "only this function's triggers"}}, Status: 200, Response: triggerList{}},
-	{Method: "POST", Path: "/v1/namespaces/:ns/triggers", Summary: "Create an http or cron trigger (409 when the name exists, 422 when the function does not)", Tag: "triggers", Access: tenant, Request: createTriggerRequest{}, Status: 201, Response: triggerView{}},
-	{Method: "GET", Path: "/v1/namespaces/:ns/triggers/:name", Summary: "Get a trigger", Tag: "triggers", Access: tenant, Status: 200, Response: triggerView{}},
-	{Method: "PATCH", Path: "/v1/namespaces/:ns/triggers/:name", Summary: "Enable or disable a trigger", Tag: "triggers", Access: tenant, Request: patchTriggerRequest{}, Status: 200, Response: triggerView{}},
+	{Method: "GET", Path: "/v1/namespaces/:ns/triggers", Summary: "List triggers", Tag: "triggers", Access: tenant, Query: []queryParam{{"function", "string", "only this function's triggers"}}, Status: 200, Response: wire.TriggerList{}},
+	{Method: "POST", Path: "/v1/namespaces/:ns/triggers", Summary: "Create an http or cron trigger (409 when the name exists, 422 when the function does not)", Tag: "triggers", Access: tenant, Request: wire.CreateTriggerRequest{}, Status: 201, Response: wire.Trigger{}},
+	{Method: "GET", Path: "/v1/namespaces/:ns/triggers/:name", Summary: "Get a trigger", Tag: "triggers", Access: tenant, Status: 200, Response: wire.Trigger{}},
+	{Method: "PATCH", Path: "/v1/namespaces/:ns/triggers/:name", Summary: "Enable or disable a trigger", Tag: "triggers", Access: tenant, Request: wire.PatchTriggerRequest{}, Status: 200, Response: wire.Trigger{}},
 	{Method: "DELETE", Path: "/v1/namespaces/:ns/triggers/:name", Summary: "Delete a trigger", Tag: "triggers", Access: tenant, Status: 204},
 
-	{Method: "GET", Path: "/v1/namespaces/:ns/jobs", Summary: "List jobs", Tag: "jobs", Access: tenant, Query: []queryParam{{"function", "string", "only this function's jobs"}}, Status: 200, Response: jobList{}},
-	{Method: "POST", Path: "/v1/namespaces/:ns/jobs", Summary: "Create a one-shot job; run_id > 0 runs it (409 when the name exists, 422 when the function does not)", Tag: "jobs", Access: tenant, Request: createJobRequest{}, Status: 201, Response: jobView{}},
-	{Method: "GET", Path: "/v1/namespaces/:ns/jobs/:name", Summary: "Get a job with its phase, result or error", Tag: "jobs", Access: tenant, Status: 200, Response: jobView{}},
-	{Method: "PATCH", Path: "/v1/namespaces/:ns/jobs/:name", Summary: "Raise run_id to run the job again (202), the same run_id changes nothing (200)", Tag: "jobs", Access: tenant, Request: patchJobRequest{}, Status: 202, Response: jobView{}},
+	{Method: "GET", Path: "/v1/namespaces/:ns/jobs", Summary: "List jobs", Tag: "jobs", Access: tenant, Query: []queryParam{{"function", "string", "only this function's jobs"}}, Status: 200, Response: wire.JobList{}},
+	{Method: "POST", Path: "/v1/namespaces/:ns/jobs", Summary: "Create a one-shot job; run_id > 0 runs it (409 when the name exists, 422 when the function does not)", Tag: "jobs", Access: tenant, Request: wire.CreateJobRequest{}, Status: 201, Response: wire.Job{}},
+	{Method: "GET", Path: "/v1/namespaces/:ns/jobs/:name", Summary: "Get a job with its phase, result or error", Tag: "jobs", Access: tenant, Status: 200, Response: wire.Job{}},
+	{Method: "PATCH", Path: "/v1/namespaces/:ns/jobs/:name", Summary: "Raise run_id to run the job again (202), the same run_id changes nothing (200)", Tag: "jobs", Access: tenant, Request: wire.PatchJobRequest{}, Status: 202, Response: wire.Job{}},
 	{Method: "DELETE", Path: "/v1/namespaces/:ns/jobs/:name", Summary: "Delete a job", Tag: "jobs", Access: tenant, Status: 204},
 
 	{Method: "GET", Path: "/v1/namespaces/:ns/events", Summary: "Audit log of the namespace", Tag: "events", Access: tenant, Query: []queryParam{
 		{"stream", "string", "a stream id or kind/name, e.g. function/hello"},
 		{"after", "integer", "only events after this position"},
-		{"limit", "integer", "page size, 1 to 1000 (default 100)"}}, Status: 200, Response: eventList{}},
+		{"limit", "integer", "page size, 1 to 1000 (default 100)"}}, Status: 200, Response: wire.EventList{}},
 }
 
 // openAPIDoc is built once, on first request.
@@ -295,8 +296,9 @@ func describe(s obj, d string) obj {
 	return out
 }
 
-// schemaName is the component name of a struct: functionView → Function,
-// createFunctionRequest → CreateFunctionRequest, errorBody → Error.
+// schemaName is the component name of a struct: its own name for the wire
+// types (wire.Function → Function), without the View suffix of the server's
+// own (healthView → Health), and Error for errorBody.
 func schemaName(t reflect.Type) string {
 	n := strings.TrimSuffix(t.Name(), "View")
 	if n == "errorBody" {

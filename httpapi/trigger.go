@@ -7,27 +7,14 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/workers"
 )
 
-// triggerView is a trigger as the API shows it (SPEC §3). URL is set for http
-// triggers; NextRunAt for enabled cron triggers.
-type triggerView struct {
-	Namespace string     `json:"namespace"`
-	Name      string     `json:"name"`
-	Type      string     `json:"type"`
-	Function  string     `json:"function"`
-	Schedule  string     `json:"schedule,omitempty"`
-	Enabled   bool       `json:"enabled"`
-	Active    bool       `json:"active"`
-	URL       string     `json:"url,omitempty"`
-	NextRunAt *time.Time `json:"next_run_at,omitempty"`
-	CreatedAt time.Time  `json:"created_at"`
-}
-
-func (s *Server) newTriggerView(t domain.Trigger) triggerView {
-	v := triggerView{Namespace: t.Namespace, Name: t.Name, Type: string(t.Type), Function: t.Function,
+// newTrigger renders t as the API shows it, with its URL or next run.
+func (s *Server) newTrigger(t domain.Trigger) wire.Trigger {
+	v := wire.Trigger{Namespace: t.Namespace, Name: t.Name, Type: t.Type, Function: t.Function,
 		Schedule: t.Schedule, Enabled: t.Enabled, Active: t.Active, CreatedAt: pgTime(t.CreatedAt)}
 	switch t.Type {
 	case domain.TriggerHTTP:
@@ -45,25 +32,6 @@ func (s *Server) functionURL(ns, function string) string {
 	return s.cfg.ExternalURL + "/fn/" + ns + "/" + function
 }
 
-// triggerList is the answer of GET .../triggers.
-type triggerList struct {
-	Triggers []triggerView `json:"triggers"`
-}
-
-// createTriggerRequest is the body of POST .../triggers; enabled defaults to true.
-type createTriggerRequest struct {
-	Name     string `json:"name"`
-	Type     string `json:"type"`
-	Function string `json:"function"`
-	Schedule string `json:"schedule,omitempty"`
-	Enabled  *bool  `json:"enabled,omitempty"`
-}
-
-// patchTriggerRequest is the body of PATCH .../triggers/{name}.
-type patchTriggerRequest struct {
-	Enabled *bool `json:"enabled"`
-}
-
 func (s *Server) registerTriggerRoutes(g *echo.Group) {
 	g.GET("/triggers", s.listTriggers)
 	g.POST("/triggers", s.createTrigger)
@@ -78,9 +46,9 @@ func (s *Server) listTriggers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := triggerList{Triggers: make([]triggerView, len(ts))}
+	out := wire.TriggerList{Triggers: make([]wire.Trigger, len(ts))}
 	for i, t := range ts {
-		out.Triggers[i] = s.newTriggerView(t)
+		out.Triggers[i] = s.newTrigger(t)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -88,11 +56,11 @@ func (s *Server) listTriggers(c echo.Context) error {
 // createTrigger serves POST /v1/namespaces/{ns}/triggers: 201 with the
 // trigger, 409 when the name exists, 422 when the function does not exist.
 func (s *Server) createTrigger(c echo.Context) error {
-	var req createTriggerRequest
+	var req wire.CreateTriggerRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	spec := domain.TriggerSpec{Type: req.Type, Function: req.Function, Schedule: req.Schedule, Enabled: true}
+	spec := domain.TriggerSpec{Type: string(req.Type), Function: req.Function, Schedule: req.Schedule, Enabled: true}
 	if req.Enabled != nil {
 		spec.Enabled = *req.Enabled
 	}
@@ -121,7 +89,7 @@ func (s *Server) createTrigger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, s.newTriggerView(*t))
+	return c.JSON(http.StatusCreated, s.newTrigger(*t))
 }
 
 // getTrigger serves GET /v1/namespaces/{ns}/triggers/{name}.
@@ -130,7 +98,7 @@ func (s *Server) getTrigger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.newTriggerView(t))
+	return c.JSON(http.StatusOK, s.newTrigger(t))
 }
 
 // patchTrigger serves PATCH /v1/namespaces/{ns}/triggers/{name}
@@ -138,7 +106,7 @@ func (s *Server) getTrigger(c echo.Context) error {
 // no enabled trigger scales to zero); the workload follows asynchronously,
 // which "active" reports.
 func (s *Server) patchTrigger(c echo.Context) error {
-	var req patchTriggerRequest
+	var req wire.PatchTriggerRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -164,7 +132,7 @@ func (s *Server) patchTrigger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.newTriggerView(*t))
+	return c.JSON(http.StatusOK, s.newTrigger(*t))
 }
 
 // deleteTrigger serves DELETE /v1/namespaces/{ns}/triggers/{name}.

@@ -71,7 +71,7 @@ func (s *Server) upload(c echo.Context) error {
 	if !queued {
 		status = http.StatusOK
 	}
-	return c.JSON(status, newVersionView(v, active, false))
+	return c.JSON(status, newVersion(v, active, false))
 }
 
 // recordUpload stores validated code for a function whose runtime was read

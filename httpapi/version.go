@@ -2,50 +2,26 @@ package httpapi
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/workers"
 )
 
-// configView is the configuration snapshot of a version.
-type configView struct {
-	Runtime        string            `json:"runtime"`
-	Entrypoint     string            `json:"entrypoint"`
-	MemoryMB       int               `json:"memory_mb"`
-	TimeoutSec     int               `json:"timeout_sec"`
-	EnvVars        map[string]string `json:"env_vars"`
-	MaxConcurrency int               `json:"max_concurrency"`
-	RetrySafe      bool              `json:"retry_safe" doc:"true: a job run interrupted by a server shutdown is run again; false: it fails with \"interrupted by shutdown\""`
-}
-
-// versionView is one immutable version: code digest, configuration snapshot
-// and build outcome. BuildLog is set only when one version is asked for.
-type versionView struct {
-	Version     int        `json:"version"`
-	Digest      string     `json:"digest"`
-	BuildStatus string     `json:"build_status"`
-	Image       string     `json:"image"`
-	Message     string     `json:"message"`
-	Active      bool       `json:"active"`
-	Config      configView `json:"config"`
-	CreatedAt   time.Time  `json:"created_at"`
-	BuiltAt     *time.Time `json:"built_at"`
-	BuildLog    *string    `json:"build_log,omitempty"`
-}
-
-func newVersionView(v domain.Version, active int, withLog bool) versionView {
+// newVersion renders v as the API shows it, active when it is version
+// active, with its build log when withLog.
+func newVersion(v domain.Version, active int, withLog bool) wire.Version {
 	env := v.Config.EnvVars
 	if env == nil {
 		env = map[string]string{}
 	}
-	out := versionView{
-		Version: v.Number, Digest: v.Digest, BuildStatus: string(v.BuildStatus), Image: v.Image, Message: v.Message,
+	out := wire.Version{
+		Version: v.Number, Digest: v.Digest, BuildStatus: v.BuildStatus, Image: v.Image, Message: v.Message,
 		Active: v.Number == active,
-		Config: configView{Runtime: string(v.Config.Runtime), Entrypoint: v.Config.Entrypoint,
+		Config: wire.Config{Runtime: string(v.Config.Runtime), Entrypoint: v.Config.Entrypoint,
 			MemoryMB: v.Config.MemoryMB, TimeoutSec: v.Config.TimeoutSec, EnvVars: env, MaxConcurrency: v.Config.MaxConcurrency,
 			RetrySafe: v.Config.RetrySafe},
 		CreatedAt: pgTime(v.CreatedAt), BuiltAt: optionalTime(v.BuiltAt),
@@ -54,20 +30,6 @@ func newVersionView(v domain.Version, active int, withLog bool) versionView {
 		out.BuildLog = &v.BuildLog
 	}
 	return out
-}
-
-// versionList is the answer of GET .../versions: every version newest first,
-// which one is active, and the activation history (who, when, from, to).
-type versionList struct {
-	Function      string             `json:"function"`
-	ActiveVersion int                `json:"active_version"`
-	Versions      []versionView      `json:"versions"`
-	Activations   []store.Activation `json:"activations"`
-}
-
-// rollbackRequest is the body of POST .../rollback.
-type rollbackRequest struct {
-	Version int `json:"version"`
 }
 
 func (s *Server) registerVersionRoutes(g *echo.Group) {
@@ -92,13 +54,13 @@ func (s *Server) listVersions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := versionList{Function: name, ActiveVersion: f.ActiveVersion,
-		Versions: make([]versionView, len(vs)), Activations: as}
+	out := wire.VersionList{Function: name, ActiveVersion: f.ActiveVersion,
+		Versions: make([]wire.Version, len(vs)), Activations: make([]wire.Activation, len(as))}
 	for i, v := range vs {
-		out.Versions[i] = newVersionView(v, f.ActiveVersion, false)
+		out.Versions[i] = newVersion(v, f.ActiveVersion, false)
 	}
-	if out.Activations == nil {
-		out.Activations = []store.Activation{}
+	for i, a := range as {
+		out.Activations[i] = wire.Activation(a)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -120,7 +82,7 @@ func (s *Server) getVersion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newVersionView(v, f.ActiveVersion, true))
+	return c.JSON(http.StatusOK, newVersion(v, f.ActiveVersion, true))
 }
 
 // rollback serves POST /v1/namespaces/{ns}/functions/{name}/rollback
@@ -130,7 +92,7 @@ func (s *Server) getVersion(c echo.Context) error {
 // version still waiting for a build whose job was lost has it queued again
 // instead (202; roll back once it is built).
 func (s *Server) rollback(c echo.Context) error {
-	var req rollbackRequest
+	var req wire.RollbackRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -161,9 +123,9 @@ func (s *Server) rollback(c echo.Context) error {
 		return err
 	}
 	if requeued {
-		return c.JSON(http.StatusAccepted, newFunctionView(*f))
+		return c.JSON(http.StatusAccepted, newFunction(*f))
 	}
-	return c.JSON(http.StatusOK, newFunctionView(*f))
+	return c.JSON(http.StatusOK, newFunction(*f))
 }
 
 // requeueLostBuild queues the build of version n of f again when the version

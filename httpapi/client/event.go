@@ -2,25 +2,15 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/url"
 	"strconv"
-	"time"
+
+	"github.com/slessio/sless/httpapi/wire"
 )
 
-// Event is one entry of the namespace's audit log.
-type Event struct {
-	// Position orders every event of the server; EventQuery.After takes it.
-	Position int64 `json:"position"`
-	// Stream is the aggregate's stream id, e.g. "function:{ns}/hello".
-	Stream        string          `json:"stream"`
-	StreamVersion int64           `json:"stream_version"`
-	Type          string          `json:"type"`
-	Data          json.RawMessage `json:"data"`
-	Actor         string          `json:"actor"`
-	RequestID     string          `json:"request_id,omitempty"`
-	RecordedAt    time.Time       `json:"recorded_at"`
-}
+// Event is one entry of the namespace's audit log; its Position is what
+// EventQuery.After takes.
+type Event = wire.Event
 
 // EventQuery filters and pages ListEvents; zero fields filter nothing.
 type EventQuery struct {
@@ -33,13 +23,10 @@ type EventQuery struct {
 	Limit int
 }
 
-// EventPage is a page of the audit log, oldest first.
-type EventPage struct {
-	Events []Event `json:"events"`
-	// NextAfter is the EventQuery.After of the next page; a page with no
-	// events returns the After it was given.
-	NextAfter int64 `json:"next_after"`
-}
+// EventPage is a page of the audit log, oldest first; its NextAfter is the
+// EventQuery.After of the next page (a page with no events returns the After
+// it was given).
+type EventPage = wire.EventList
 
 // ListEvents returns a page of the namespace's audit log. Errors: *Error
 // with CodeInvalid naming the Field of a bad stream, after or limit.

@@ -2,67 +2,27 @@ package client
 
 import (
 	"context"
-	"time"
 
-	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 )
 
 // Function is a function as the API shows it (SPEC §2): the configuration of
 // its active version and its lifecycle phase.
-type Function struct {
-	Namespace  string            `json:"namespace"`
-	Name       string            `json:"name"`
-	Runtime    string            `json:"runtime"`
-	Entrypoint string            `json:"entrypoint"`
-	MemoryMB   int               `json:"memory_mb"`
-	TimeoutSec int               `json:"timeout_sec"`
-	EnvVars    map[string]string `json:"env_vars"`
-	// MaxConcurrency is how many requests the function serves at once; 0
-	// means the platform's default.
-	MaxConcurrency int `json:"max_concurrency"`
-	// RetrySafe: a job run interrupted by a server shutdown is run again.
-	RetrySafe bool                 `json:"retry_safe"`
-	Phase     domain.FunctionPhase `json:"phase"`
-	// Message explains the phase, e.g. the build error of a Failed function.
-	Message string `json:"message"`
-	// ActiveVersion is the version triggers run; 0 before the first build.
-	ActiveVersion int        `json:"active_version"`
-	CreatedAt     time.Time  `json:"created_at"`
-	LastBuiltAt   *time.Time `json:"last_built_at"`
-}
+type Function = wire.Function
 
 // CreateFunctionRequest is the body of CreateFunction; zero values take the
 // server's defaults (memory_mb 128, timeout_sec 30, the runtime's entrypoint).
-type CreateFunctionRequest struct {
-	Name           string            `json:"name"`
-	Runtime        string            `json:"runtime"`
-	Entrypoint     string            `json:"entrypoint,omitempty"`
-	MemoryMB       int               `json:"memory_mb,omitempty"`
-	TimeoutSec     int               `json:"timeout_sec,omitempty"`
-	EnvVars        map[string]string `json:"env_vars,omitempty"`
-	MaxConcurrency int               `json:"max_concurrency,omitempty"`
-	RetrySafe      bool              `json:"retry_safe,omitempty"`
-}
+type CreateFunctionRequest = wire.CreateFunctionRequest
 
 // UpdateFunctionRequest is the body of UpdateFunction, merged over the
 // current configuration: a nil field keeps its value, EnvVars replaces the
 // whole map when set (an empty map clears it), and 0 for MemoryMB or
 // TimeoutSec means the default. Set fields with Ptr.
-type UpdateFunctionRequest struct {
-	Runtime        *string            `json:"runtime,omitempty"`
-	Entrypoint     *string            `json:"entrypoint,omitempty"`
-	MemoryMB       *int               `json:"memory_mb,omitempty"`
-	TimeoutSec     *int               `json:"timeout_sec,omitempty"`
-	EnvVars        *map[string]string `json:"env_vars,omitempty"`
-	MaxConcurrency *int               `json:"max_concurrency,omitempty"`
-	RetrySafe      *bool              `json:"retry_safe,omitempty"`
-}
+type UpdateFunctionRequest = wire.UpdateFunctionRequest
 
 // ListFunctions returns the namespace's functions.
 func (c *Client) ListFunctions(ctx context.Context) ([]Function, error) {
-	var out struct {
-		Functions []Function `json:"functions"`
-	}
+	var out wire.FunctionList
 	if _, err := c.doJSON(ctx, routeListFunctions, nil, &out); err != nil {
 		return nil, err
 	}

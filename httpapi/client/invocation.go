@@ -5,33 +5,16 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/slessio/sless/httpapi/wire"
 )
 
 // Invocation is one recorded run of a function: an HTTP request, a cron
 // slot or a job run (SPEC §5).
-type Invocation struct {
-	ID       string `json:"id"`
-	Function string `json:"function"`
-	Version  int    `json:"version"`
-	// Trigger is "http", "cron" or "job".
-	Trigger    string    `json:"trigger"`
-	Method     string    `json:"method"`
-	Path       string    `json:"path"`
-	Status     int       `json:"status"`
-	DurationMS float64   `json:"duration_ms"`
-	ColdStart  bool      `json:"cold_start"`
-	BytesIn    int64     `json:"bytes_in"`
-	BytesOut   int64     `json:"bytes_out"`
-	Error      string    `json:"error"`
-	StartedAt  time.Time `json:"started_at"`
-	EndedAt    time.Time `json:"ended_at"`
-}
+type Invocation = wire.Invocation
 
 // InvocationDetail is one invocation with the function's log of it.
-type InvocationDetail struct {
-	Invocation
-	Log string `json:"log"`
-}
+type InvocationDetail = wire.InvocationDetail
 
 // InvocationQuery filters ListInvocations; zero fields filter nothing.
 type InvocationQuery struct {
@@ -46,12 +29,9 @@ type InvocationQuery struct {
 	Cursor string
 }
 
-// InvocationPage is a page of the invocation log, newest first.
-type InvocationPage struct {
-	Invocations []Invocation `json:"invocations"`
-	// NextCursor is the InvocationQuery.Cursor of the next page, "" on the last.
-	NextCursor string `json:"next_cursor"`
-}
+// InvocationPage is a page of the invocation log, newest first; its
+// NextCursor is the InvocationQuery.Cursor of the next page, "" on the last.
+type InvocationPage = wire.InvocationList
 
 // ListInvocations returns a page of a function's invocation log. Errors:
 // *Error with CodeNotFound, CodeInvalid naming the Field of a bad filter.

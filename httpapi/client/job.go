@@ -2,45 +2,22 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/url"
-	"time"
 
-	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 )
 
 // Job is a one-shot run of a function (SPEC §4). Message holds the result of
 // a successful run or the error of a failed one, Output all of it.
-type Job struct {
-	Namespace string          `json:"namespace"`
-	Name      string          `json:"name"`
-	Function  string          `json:"function"`
-	Event     json.RawMessage `json:"event"`
-	// RunID counts the runs asked for; raising it runs the job again.
-	RunID       int64           `json:"run_id"`
-	Phase       domain.JobPhase `json:"phase"`
-	Version     int             `json:"version"`
-	Message     string          `json:"message"`
-	Output      string          `json:"output"`
-	StartedAt   *time.Time      `json:"started_at"`
-	CompletedAt *time.Time      `json:"completed_at"`
-	CreatedAt   time.Time       `json:"created_at"`
-}
+type Job = wire.Job
 
 // CreateJobRequest is the body of CreateJob; RunID 0 creates the job without
 // running it, Event nil means {}.
-type CreateJobRequest struct {
-	Name     string          `json:"name"`
-	Function string          `json:"function"`
-	Event    json.RawMessage `json:"event,omitempty"`
-	RunID    int64           `json:"run_id,omitempty"`
-}
+type CreateJobRequest = wire.CreateJobRequest
 
 // ListJobs returns the namespace's jobs, only function's when it is not "".
 func (c *Client) ListJobs(ctx context.Context, function string) ([]Job, error) {
-	var out struct {
-		Jobs []Job `json:"jobs"`
-	}
+	var out wire.JobList
 	var q url.Values
 	if function != "" {
 		q = url.Values{"function": {function}}
@@ -68,7 +45,7 @@ func (c *Client) GetJob(ctx context.Context, name string) (*Job, error) {
 // same runID changes nothing. Errors: *Error with CodeNotFound, CodeInvalid
 // for a smaller runID, CodeUnprocessable when the function is gone.
 func (c *Client) SetJobRunID(ctx context.Context, name string, runID int64) (*Job, error) {
-	return jsonOf[Job](ctx, c, routePatchJob, map[string]int64{"run_id": runID}, name)
+	return jsonOf[Job](ctx, c, routePatchJob, wire.PatchJobRequest{RunID: &runID}, name)
 }
 
 // DeleteJob deletes a job and cancels its unfinished runs. Errors: *Error

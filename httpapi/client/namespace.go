@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/slessio/sless/httpapi/auth"
+	"github.com/slessio/sless/httpapi/wire"
 )
 
 // NamespaceOf returns the namespace the server gives the caller of token:
@@ -35,12 +36,9 @@ func NamespaceOf(token string) (string, error) {
 	return auth.Namespace(claims.Sub), nil
 }
 
-// EnsureResult is the answer of EnsureNamespace.
-type EnsureResult struct {
-	Namespace string `json:"namespace"`
-	// Created is true when this call created the namespace.
-	Created bool `json:"created"`
-}
+// EnsureResult is the answer of EnsureNamespace; Created is true when this
+// call created the namespace.
+type EnsureResult = wire.Namespace
 
 // EnsureNamespace creates the client's namespace unless it exists
 // (idempotent; the Terraform provider calls it once when configured).

@@ -3,43 +3,20 @@ package client
 import (
 	"context"
 	"net/url"
-	"time"
 
-	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 )
 
 // Trigger runs a function on HTTP requests or a cron schedule (SPEC §3).
-type Trigger struct {
-	Namespace string             `json:"namespace"`
-	Name      string             `json:"name"`
-	Type      domain.TriggerType `json:"type"`
-	Function  string             `json:"function"`
-	Schedule  string             `json:"schedule,omitempty"`
-	Enabled   bool               `json:"enabled"`
-	// Active is true when the trigger's workload is running or scheduled.
-	Active bool `json:"active"`
-	// URL is where an http trigger serves the function (no token needed).
-	URL string `json:"url,omitempty"`
-	// NextRunAt is the next slot of an enabled cron trigger.
-	NextRunAt *time.Time `json:"next_run_at,omitempty"`
-	CreatedAt time.Time  `json:"created_at"`
-}
+type Trigger = wire.Trigger
 
 // CreateTriggerRequest is the body of CreateTrigger; Enabled nil means true.
-type CreateTriggerRequest struct {
-	Name     string             `json:"name"`
-	Type     domain.TriggerType `json:"type"`
-	Function string             `json:"function"`
-	Schedule string             `json:"schedule,omitempty"`
-	Enabled  *bool              `json:"enabled,omitempty"`
-}
+type CreateTriggerRequest = wire.CreateTriggerRequest
 
 // ListTriggers returns the namespace's triggers, only function's when it is
 // not "".
 func (c *Client) ListTriggers(ctx context.Context, function string) ([]Trigger, error) {
-	var out struct {
-		Triggers []Trigger `json:"triggers"`
-	}
+	var out wire.TriggerList
 	var q url.Values
 	if function != "" {
 		q = url.Values{"function": {function}}
@@ -66,7 +43,7 @@ func (c *Client) GetTrigger(ctx context.Context, name string) (*Trigger, error) 
 // SetTriggerEnabled turns a trigger on or off; the workload follows
 // asynchronously, as Trigger.Active reports. Errors: *Error with CodeNotFound.
 func (c *Client) SetTriggerEnabled(ctx context.Context, name string, enabled bool) (*Trigger, error) {
-	return jsonOf[Trigger](ctx, c, routePatchTrigger, map[string]bool{"enabled": enabled}, name)
+	return jsonOf[Trigger](ctx, c, routePatchTrigger, wire.PatchTriggerRequest{Enabled: &enabled}, name)
 }
 
 // DeleteTrigger deletes a trigger. Errors: *Error with CodeNotFound.

@@ -9,56 +9,23 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
-	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 )
 
 // Version is one immutable version of a function: code digest,
-// configuration snapshot and build outcome.
-type Version struct {
-	Version     int                `json:"version"`
-	Digest      string             `json:"digest"`
-	BuildStatus domain.BuildStatus `json:"build_status"`
-	Image       string             `json:"image"`
-	Message     string             `json:"message"`
-	Active      bool               `json:"active"`
-	Config      VersionConfig      `json:"config"`
-	CreatedAt   time.Time          `json:"created_at"`
-	BuiltAt     *time.Time         `json:"built_at"`
-	// BuildLog is set by GetVersion only.
-	BuildLog *string `json:"build_log,omitempty"`
-}
+// configuration snapshot and build outcome; BuildLog is set by GetVersion only.
+type Version = wire.Version
 
 // VersionConfig is the configuration a version was made with.
-type VersionConfig struct {
-	Runtime        string            `json:"runtime"`
-	Entrypoint     string            `json:"entrypoint"`
-	MemoryMB       int               `json:"memory_mb"`
-	TimeoutSec     int               `json:"timeout_sec"`
-	EnvVars        map[string]string `json:"env_vars"`
-	MaxConcurrency int               `json:"max_concurrency"`
-	RetrySafe      bool              `json:"retry_safe"`
-}
+type VersionConfig = wire.Config
 
-// VersionList is the answer of ListVersions.
-type VersionList struct {
-	Function      string `json:"function"`
-	ActiveVersion int    `json:"active_version"`
-	// Versions are newest first.
-	Versions []Version `json:"versions"`
-	// Activations record every change of the active version, newest first.
-	Activations []Activation `json:"activations"`
-}
+// VersionList is the answer of ListVersions: the versions newest first and
+// the Activations, every change of the active version, newest first.
+type VersionList = wire.VersionList
 
 // Activation is one change of a function's active version.
-type Activation struct {
-	Version     int       `json:"version"`
-	FromVersion int       `json:"from_version"`
-	Reason      string    `json:"reason"`
-	Actor       string    `json:"actor"`
-	ActivatedAt time.Time `json:"activated_at"`
-}
+type Activation = wire.Activation
 
 // UploadResult is the answer of Upload.
 type UploadResult struct {
@@ -169,7 +136,7 @@ func (c *Client) GetVersion(ctx context.Context, name string, n int) (*Version, 
 // version not built successfully, CodeInvalid (Field "version") for n < 1.
 func (c *Client) Rollback(ctx context.Context, name string, n int) (*RollbackResult, error) {
 	var out RollbackResult
-	status, err := c.doJSON(ctx, routeRollback, map[string]int{"version": n}, &out.Function, name)
+	status, err := c.doJSON(ctx, routeRollback, wire.RollbackRequest{Version: n}, &out.Function, name)
 	if err != nil {
 		return nil, err
 	}

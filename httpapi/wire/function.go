@@ -1,0 +1,69 @@
+package wire
+
+import (
+	"time"
+
+	"github.com/slessio/sless/domain"
+)
+
+// Function is a function as the API shows it (SPEC §2): the configuration of
+// its active version and its lifecycle phase.
+type Function struct {
+	Namespace  string            `json:"namespace"`
+	Name       string            `json:"name"`
+	Runtime    string            `json:"runtime"`
+	Entrypoint string            `json:"entrypoint"`
+	MemoryMB   int               `json:"memory_mb"`
+	TimeoutSec int               `json:"timeout_sec"`
+	EnvVars    map[string]string `json:"env_vars"`
+	// MaxConcurrency is how many requests the function serves at once
+	// through /fn (429 beyond); 0 means the platform's default.
+	MaxConcurrency int `json:"max_concurrency"`
+	// RetrySafe is domain.FunctionConfig.RetrySafe: whether a job run
+	// interrupted by a server shutdown is run again.
+	RetrySafe bool                 `json:"retry_safe" doc:"true: a job run interrupted by a server shutdown is run again; false (default): it fails with \"interrupted by shutdown\""`
+	Phase     domain.FunctionPhase `json:"phase"`
+	// Message explains the phase, e.g. the build error of a Failed function.
+	Message string `json:"message"`
+	// ActiveVersion is the version triggers run; 0 before the first build.
+	ActiveVersion int        `json:"active_version"`
+	CreatedAt     time.Time  `json:"created_at"`
+	LastBuiltAt   *time.Time `json:"last_built_at"`
+}
+
+// FunctionList is the JSON answer of the function listing.
+type FunctionList struct {
+	Functions []Function `json:"functions"`
+}
+
+// CreateFunctionRequest is the body of POST .../functions; zero values take
+// the defaults of SPEC §2 (memory_mb 128, timeout_sec 30, the runtime's entrypoint).
+type CreateFunctionRequest struct {
+	Name       string            `json:"name"`
+	Runtime    string            `json:"runtime"`
+	Entrypoint string            `json:"entrypoint,omitempty"`
+	MemoryMB   int               `json:"memory_mb,omitempty"`
+	TimeoutSec int               `json:"timeout_sec,omitempty"`
+	EnvVars    map[string]string `json:"env_vars,omitempty"`
+	// MaxConcurrency bounds the requests served at once (0: the platform's default).
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// RetrySafe declares that running the function twice with one event does
+	// no harm (default false), see Function.RetrySafe.
+	RetrySafe bool `json:"retry_safe,omitempty" doc:"true: a job run interrupted by a server shutdown is run again; false (default): it fails with \"interrupted by shutdown\""`
+}
+
+// UpdateFunctionRequest is the body of PUT .../functions/{name}. It is merged
+// over the current configuration: a field left out (or null) keeps its value,
+// env_vars replaces the whole map when given ({} clears it), and 0 for
+// memory_mb or timeout_sec means the default, as in a create. Name, when
+// given, must be the name in the path.
+type UpdateFunctionRequest struct {
+	Name           *string            `json:"name,omitempty"`
+	Runtime        *string            `json:"runtime,omitempty"`
+	Entrypoint     *string            `json:"entrypoint,omitempty"`
+	MemoryMB       *int               `json:"memory_mb,omitempty"`
+	TimeoutSec     *int               `json:"timeout_sec,omitempty"`
+	EnvVars        *map[string]string `json:"env_vars,omitempty"`
+	MaxConcurrency *int               `json:"max_concurrency,omitempty"`
+	RetrySafe      *bool              `json:"retry_safe,omitempty" doc:"true: a job run interrupted by a server shutdown is run again; false: it fails with \"interrupted by shutdown\""`
+}

@@ -1,0 +1,37 @@
+package wire
+
+import "time"
+
+// Invocation is one recorded run of a function in a listing (SPEC §5), without
+// its log: an HTTP request, a cron slot or a job run.
+type Invocation struct {
+	ID       string `json:"id"`
+	Function string `json:"function"`
+	Version  int    `json:"version"`
+	// Trigger is "http", "cron" or "job".
+	Trigger    string    `json:"trigger"`
+	Method     string    `json:"method"`
+	Path       string    `json:"path"`
+	Status     int       `json:"status"`
+	DurationMS float64   `json:"duration_ms"`
+	ColdStart  bool      `json:"cold_start"`
+	BytesIn    int64     `json:"bytes_in"`
+	BytesOut   int64     `json:"bytes_out"`
+	Error      string    `json:"error"`
+	StartedAt  time.Time `json:"started_at"`
+	EndedAt    time.Time `json:"ended_at"`
+}
+
+// InvocationDetail is one invocation with the function's log of it.
+type InvocationDetail struct {
+	Invocation
+	Log string `json:"log"`
+}
+
+// InvocationList is the answer of GET .../invocations: a page of the
+// invocation log, newest first.
+type InvocationList struct {
+	Invocations []Invocation `json:"invocations"`
+	// NextCursor is the ?cursor= of the next page, "" on the last.
+	NextCursor string `json:"next_cursor"`
+}
