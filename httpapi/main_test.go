@@ -12,7 +12,6 @@ import (
 	"math/big"
 	"mime/multipart"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,14 +23,12 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi"
+	"github.com/slessio/sless/httpapi/apitest"
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/store"
-	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -43,8 +40,6 @@ const (
 	testAudience = "sless-api"
 	rsaKid       = "rsa-1"
 	externalURL  = "http://sless.example.test"
-	s3Access     = "httpapi-test"
-	s3Secret     = "httpapi-test-secret"
 )
 
 var (
@@ -90,24 +85,6 @@ func (c *clock) Advance(d time.Duration) { c.frozen.Add(int64(d)) }
 // configure may change the Config before New.
 func setup(t testing.TB, configure ...func(*httpapi.Config)) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.New(pool, rc)
-
-	s3, err := s3embed.Start(ctx, s3embed.Options{Dir: t.TempDir(), AccessKey: s3Access, SecretKey: s3Secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s3.Close() })
-	code, err := codestore.New(ctx, codestore.Config{Endpoint: s3.URL(), AccessKey: s3Access, SecretKey: s3Secret, Bucket: "sless-code"})
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	jwks := filepath.Join(t.TempDir(), "jwks.json")
 	if err := os.WriteFile(jwks, jwksDoc(&testRSAKey().PublicKey), 0o600); err != nil {
 		t.Fatal(err)
@@ -117,17 +94,13 @@ func setup(t testing.TB, configure ...func(*httpapi.Config)) *fixture {
 		t.Fatal(err)
 	}
 	clk := &clock{}
-	cfg := httpapi.Config{Store: st, Code: code, Verifier: verifier, ExternalURL: externalURL + "/", Now: clk.Now}
-	for _, f := range configure {
-		f(&cfg)
-	}
-	api, err := httpapi.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(srv.Close)
-	return &fixture{t: t, url: srv.URL, api: api, store: st, pool: pool, s3: s3, clock: clk}
+	srv := apitest.Start(t, func(cfg *httpapi.Config) {
+		cfg.Verifier, cfg.ExternalURL, cfg.Now = verifier, externalURL+"/", clk.Now
+		for _, f := range configure {
+			f(cfg)
+		}
+	})
+	return &fixture{t: t, url: srv.URL, api: srv.API, store: srv.Store, pool: srv.Pool, s3: srv.S3, clock: clk}
 }
 
 // jwksDoc is a JWKS holding pub under rsaKid.

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,16 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi"
+	"github.com/slessio/sless/httpapi/apitest"
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/client"
 	"github.com/slessio/sless/store"
-	"github.com/slessio/sless/store/codestore"
-	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/store/pgtest"
 )
 
@@ -31,8 +26,6 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 const (
 	externalURL = "http://sless.example.test"
-	s3Access    = "client-test"
-	s3Secret    = "client-test-secret"
 )
 
 var testSecret = []byte("client-test-secret-0123456789abcdef")
@@ -48,33 +41,14 @@ type fixture struct {
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.New(pool, rc)
-	s3, err := s3embed.Start(ctx, s3embed.Options{Dir: t.TempDir(), AccessKey: s3Access, SecretKey: s3Secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s3.Close() })
-	code, err := codestore.New(ctx, codestore.Config{Endpoint: s3.URL(), AccessKey: s3Access, SecretKey: s3Secret, Bucket: "sless-code"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	verifier, err := auth.NewVerifier(auth.Config{HS256Secret: testSecret})
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := httpapi.New(httpapi.Config{Store: st, Code: code, Verifier: verifier, ExternalURL: externalURL, RateLimit: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(srv.Close)
-	return &fixture{url: srv.URL, store: st, calls: &recorder{}}
+	srv := apitest.Start(t, func(cfg *httpapi.Config) {
+		cfg.Verifier, cfg.ExternalURL, cfg.RateLimit = verifier, externalURL, -1
+	})
+	return &fixture{url: srv.URL, store: srv.Store, calls: &recorder{}}
 }
 
 // tenant returns a client for a fresh namespace and the token's subject; its

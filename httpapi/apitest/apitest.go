@@ -1,0 +1,70 @@
+// Package apitest starts the real REST API for tests of the packages that
+// talk to it (httpapi's own, its Go client's): httpapi.New on a pgtest
+// database with an insert-only River client (nothing builds or runs: tests
+// record outcomes with the store, as a worker would) and an embedded S3
+// server, behind httptest. The calling package's TestMain must run
+// pgtest.Main.
+package apitest
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/slessio/sless/httpapi"
+	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/store/codestore"
+	"github.com/slessio/sless/store/codestore/s3embed"
+	"github.com/slessio/sless/store/pgtest"
+)
+
+// S3 credentials of the embedded server.
+const (
+	S3AccessKey = "apitest"
+	S3SecretKey = "apitest-secret"
+)
+
+// Server is a running API and what it runs on.
+type Server struct {
+	URL   string // the API's base URL, without a trailing slash
+	API   *httpapi.Server
+	Store *store.Store
+	Pool  *pgxpool.Pool
+	S3    *s3embed.Server
+}
+
+// Start starts the API with a Config holding the Store and the Code store,
+// which configure completes (a Verifier at least) before httpapi.New. It
+// stops everything when the test ends.
+func Start(t testing.TB, configure func(*httpapi.Config)) *Server {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(pool, rc)
+	s3, err := s3embed.Start(ctx, s3embed.Options{Dir: t.TempDir(), AccessKey: S3AccessKey, SecretKey: S3SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s3.Close() })
+	code, err := codestore.New(ctx, codestore.Config{Endpoint: s3.URL(), AccessKey: S3AccessKey, SecretKey: S3SecretKey, Bucket: "sless-code"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := httpapi.Config{Store: st, Code: code}
+	configure(&cfg)
+	api, err := httpapi.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	return &Server{URL: srv.URL, API: api, Store: st, Pool: pool, S3: s3}
+}
