@@ -278,6 +278,23 @@ func TestFunctionLifecycle(t *testing.T) {
 	if evs := must(t)(f.CompleteRollout(1, "http://127.0.0.1:9", t0)); len(evs) != 0 {
 		t.Fatal("repeated rollout completion must be a no-op")
 	}
+	if f.ServingVersion != 1 {
+		t.Fatalf("serving version %d after the rollout of v1", f.ServingVersion)
+	}
+	// Activating v4 again: it serves only once its rollout completes, even
+	// at the same endpoint (a Kubernetes Service keeps its URL).
+	fold(f, must(t)(f.Rollback(4, t0)))
+	if f.ServingVersion != 1 {
+		t.Fatalf("serving version %d before the rollout of v4", f.ServingVersion)
+	}
+	fold(f, must(t)(f.CompleteRollout(4, "http://127.0.0.1:9", t0)))
+	if f.ServingVersion != 4 {
+		t.Fatalf("serving version %d after the rollout of v4 at the same endpoint", f.ServingVersion)
+	}
+	fold(f, must(t)(f.FailRollout(4, "crash loop", t0)))
+	if f.ServingVersion != 0 || f.Endpoint != "" {
+		t.Fatalf("after a failed rollout: serving %d at %q", f.ServingVersion, f.Endpoint)
+	}
 
 	// Delete, then create again on the same stream starts from scratch.
 	fold(f, must(t)(f.Delete(t0)))
@@ -291,8 +308,8 @@ func TestFunctionLifecycle(t *testing.T) {
 	_, err = f.UpdateConfig(FunctionSpec{Runtime: "python3.11"}, t0)
 	requireCode(t, err, ENOTFOUND)
 	fold(f, must(t)(f.Create(FunctionSpec{Runtime: "nodejs20"}, t0)))
-	if !f.Exists || f.Config.Runtime != RuntimeNodeJS20 || f.Phase != PhasePending {
-		t.Fatalf("recreate: %+v", f)
+	if !f.Exists || f.Config.Runtime != RuntimeNodeJS20 || f.Phase != PhasePending || f.Incarnation != 2 {
+		t.Fatalf("recreate: %+v; want incarnation 2", f)
 	}
 }
 

@@ -140,6 +140,15 @@ type Function struct {
 	CreatedAt     time.Time
 	LastBuiltAt   time.Time
 	Endpoint      string
+	// Incarnation counts the creations of a function of this name: its
+	// stream goes on after a delete, and a re-created function numbers its
+	// versions from 1 again, so work queued for one incarnation (the build
+	// of its version 1) names it and is never taken for another's.
+	Incarnation int
+	// ServingVersion is the version the last completed rollout runs (behind
+	// Endpoint when there is one): it trails ActiveVersion while a new
+	// version is being rolled out, and is 0 after a failed rollout.
+	ServingVersion int
 }
 
 // NewFunction returns the empty aggregate for a function name, ready to fold events into.
@@ -169,11 +178,12 @@ func (f *Function) Latest() (Version, bool) { return f.Version(len(f.Versions)) 
 func (f *Function) Apply(ev Event) {
 	switch e := ev.(type) {
 	case FunctionCreated:
-		*f = Function{Namespace: e.Namespace, Name: e.Name, Exists: true, Config: e.Config, Phase: PhasePending, CreatedAt: e.At}
+		*f = Function{Namespace: e.Namespace, Name: e.Name, Exists: true, Config: e.Config, Phase: PhasePending, CreatedAt: e.At,
+			Incarnation: f.Incarnation + 1}
 	case FunctionConfigUpdated:
 		f.Config = e.Config
 	case FunctionDeleted:
-		*f = Function{Namespace: f.Namespace, Name: f.Name}
+		*f = Function{Namespace: f.Namespace, Name: f.Name, Incarnation: f.Incarnation}
 	case VersionCreated:
 		f.Versions = append(f.Versions, Version{Number: e.Version, Digest: e.Digest, ZipKey: e.ZipKey, ContextKey: e.ContextKey, Config: e.Config, BuildStatus: BuildStatusQueued, CreatedAt: e.At})
 		f.Config = e.Config
@@ -207,14 +217,14 @@ func (f *Function) Apply(ev Event) {
 		}
 	case RolloutCompleted:
 		if e.Version == f.ActiveVersion {
-			f.Endpoint = e.Endpoint
+			f.Endpoint, f.ServingVersion = e.Endpoint, e.Version
 			if f.Phase != PhaseBuilding {
 				f.Phase, f.Message = PhaseReady, ""
 			}
 		}
 	case RolloutFailed:
 		if e.Version == f.ActiveVersion {
-			f.Endpoint = ""
+			f.Endpoint, f.ServingVersion = "", 0
 			f.Phase, f.Message = PhaseFailed, e.Message
 		}
 	}
@@ -385,12 +395,14 @@ func (f *Function) Rollback(n int, now time.Time) ([]Event, error) {
 	return []Event{VersionActivated{Version: n, From: f.ActiveVersion, Reason: ActivationRollback, At: now}}, nil
 }
 
-// CompleteRollout records that the driver serves version n at endpoint; a repeat yields nothing.
+// CompleteRollout records that the driver runs version n, serving it at
+// endpoint when there is one (an http trigger is enabled); a repeat yields
+// nothing.
 func (f *Function) CompleteRollout(n int, endpoint string, now time.Time) ([]Event, error) {
 	if err := f.mustExist(); err != nil {
 		return nil, err
 	}
-	if f.Endpoint == endpoint && f.Phase == PhaseReady && f.ActiveVersion == n {
+	if f.Endpoint == endpoint && f.Phase == PhaseReady && f.ActiveVersion == n && f.ServingVersion == n {
 		return nil, nil
 	}
 	return []Event{RolloutCompleted{Version: n, Endpoint: endpoint, At: now}}, nil

@@ -22,7 +22,8 @@ func newFunction(f domain.Function) wire.Function {
 		Namespace: f.Namespace, Name: f.Name, Runtime: string(f.Config.Runtime), Entrypoint: f.Config.Entrypoint,
 		MemoryMB: f.Config.MemoryMB, TimeoutSec: f.Config.TimeoutSec, EnvVars: env, MaxConcurrency: f.Config.MaxConcurrency,
 		RetrySafe: f.Config.RetrySafe, Phase: f.Phase, Message: f.Message, ActiveVersion: f.ActiveVersion,
-		CreatedAt: pgTime(f.CreatedAt), LastBuiltAt: optionalTime(f.LastBuiltAt),
+		ServingVersion: f.ServingVersion,
+		CreatedAt:      pgTime(f.CreatedAt), LastBuiltAt: optionalTime(f.LastBuiltAt),
 	}
 }
 

@@ -83,13 +83,13 @@ func Project(ctx context.Context, tx pgx.Tx, ev Event) error {
 		}
 		args = []any{ns, name, e.Version, ev.Position, e.From, e.Reason, ev.Metadata.Actor, e.At}
 	case domain.RolloutCompleted:
-		sql = `UPDATE functions SET endpoint = $4,
+		sql = `UPDATE functions SET endpoint = $4, serving_version = $3,
 		                            phase   = CASE WHEN phase = 'Building' THEN phase ELSE 'Ready' END,
 		                            message = CASE WHEN phase = 'Building' THEN message ELSE '' END
 		       WHERE namespace = $1 AND name = $2 AND active_version = $3`
 		args = []any{ns, name, e.Version, e.Endpoint}
 	case domain.RolloutFailed:
-		sql = `UPDATE functions SET endpoint = '', phase = 'Failed', message = $4
+		sql = `UPDATE functions SET endpoint = '', serving_version = 0, phase = 'Failed', message = $4
 		       WHERE namespace = $1 AND name = $2 AND active_version = $3`
 		args = []any{ns, name, e.Version, e.Message}
 	case domain.TriggerCreated:

@@ -16,14 +16,14 @@ import (
 // named scan function per table.
 
 const functionColumns = `namespace, name, runtime, entrypoint, memory_mb, timeout_sec, env_vars, max_concurrency, retry_safe, phase, message,
-	active_version, endpoint, created_at, last_built_at`
+	active_version, endpoint, serving_version, created_at, last_built_at`
 
 func scanFunction(row pgx.CollectableRow) (domain.Function, error) {
 	var f domain.Function
 	var env []byte
 	var built *time.Time
 	err := row.Scan(&f.Namespace, &f.Name, &f.Config.Runtime, &f.Config.Entrypoint, &f.Config.MemoryMB, &f.Config.TimeoutSec,
-		&env, &f.Config.MaxConcurrency, &f.Config.RetrySafe, &f.Phase, &f.Message, &f.ActiveVersion, &f.Endpoint, &f.CreatedAt, &built)
+		&env, &f.Config.MaxConcurrency, &f.Config.RetrySafe, &f.Phase, &f.Message, &f.ActiveVersion, &f.Endpoint, &f.ServingVersion, &f.CreatedAt, &built)
 	if err != nil {
 		return f, err
 	}

@@ -26,9 +26,14 @@ type Function struct {
 	// Message explains the phase, e.g. the build error of a Failed function.
 	Message string `json:"message"`
 	// ActiveVersion is the version triggers run; 0 before the first build.
-	ActiveVersion int        `json:"active_version"`
-	CreatedAt     time.Time  `json:"created_at"`
-	LastBuiltAt   *time.Time `json:"last_built_at"`
+	ActiveVersion int `json:"active_version"`
+	// ServingVersion is the version the last completed rollout runs: behind
+	// the http trigger's URL when one is enabled. It trails active_version
+	// while a new version is being rolled out; 0 before the first rollout
+	// and after a failed one.
+	ServingVersion int        `json:"serving_version"`
+	CreatedAt      time.Time  `json:"created_at"`
+	LastBuiltAt    *time.Time `json:"last_built_at"`
 }
 
 // FunctionList is the JSON answer of the function listing.
