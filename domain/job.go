@@ -38,6 +38,9 @@ type Job struct {
 	StartedAt   time.Time
 	CompletedAt time.Time
 	CreatedAt   time.Time
+	// Incarnation counts the creations of a job of this name (see
+	// Function.Incarnation): a re-created job counts its runs from 1 again.
+	Incarnation int
 }
 
 // JobSpec is a requested job; RunID 0 creates it without running it.
@@ -54,7 +57,8 @@ func NewJob(ns, name string) *Job { return &Job{Namespace: ns, Name: name} }
 func (j *Job) Apply(ev Event) {
 	switch e := ev.(type) {
 	case JobCreated:
-		*j = Job{Namespace: e.Namespace, Name: e.Name, Exists: true, Function: e.Function, Event: e.Event, Phase: JobPhasePending, CreatedAt: e.At}
+		*j = Job{Namespace: e.Namespace, Name: e.Name, Exists: true, Function: e.Function, Event: e.Event, Phase: JobPhasePending, CreatedAt: e.At,
+			Incarnation: j.Incarnation + 1}
 	case JobRunRequested:
 		j.RunID, j.Phase, j.Message, j.Output, j.Version = e.RunID, JobPhasePending, "", "", 0
 		j.StartedAt, j.CompletedAt = time.Time{}, time.Time{}
@@ -71,7 +75,7 @@ func (j *Job) Apply(ev Event) {
 			j.Phase, j.Message, j.Output, j.CompletedAt = JobPhaseFailed, e.Message, e.Output, e.At
 		}
 	case JobDeleted:
-		*j = Job{Namespace: j.Namespace, Name: j.Name}
+		*j = Job{Namespace: j.Namespace, Name: j.Name, Incarnation: j.Incarnation}
 	}
 }
 

@@ -136,5 +136,5 @@ func requeueLostBuild(c echo.Context, tx *store.Tx, f *domain.Function, n int) (
 	if !f.NeedsBuild(n) {
 		return false, nil
 	}
-	return tx.Requeue(c.Request().Context(), workers.BuildArgs{Namespace: f.Namespace, Function: f.Name, Version: n})
+	return tx.Requeue(c.Request().Context(), workers.BuildArgs{Namespace: f.Namespace, Function: f.Name, Version: n, Incarnation: f.Incarnation})
 }

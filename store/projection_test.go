@@ -234,6 +234,7 @@ func TestProjectionsMatchDomainFold(t *testing.T) {
 			t.Fatal(err)
 		}
 		agg.Versions = nil
+		agg.Incarnation = 0 // the aggregate's own: it names queued work, the read model has no use for it
 		if !reflect.DeepEqual(row, *agg) {
 			t.Errorf("%s: read model\n%+v\ndomain fold\n%+v", name, row, *agg)
 		}

@@ -41,7 +41,7 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		if err := tx.Load(ctx, stream, f); err != nil {
 			return err
 		}
-		if !f.NeedsBuild(a.Version) { // built, failed, or the function was deleted
+		if !f.NeedsBuild(a.Version) || !sameIncarnation(a.Incarnation, f.Incarnation) { // built, failed, or the function was deleted
 			done = true
 			return completeTx(ctx, tx.Tx, job)
 		}

@@ -114,3 +114,32 @@ func TestCleanupLeavesARecreatedFunctionAlone(t *testing.T) {
 	}
 	rc.Close()
 }
+
+// TestRecreatedFunctionAndJobRunAgain: a function deleted and created again
+// numbers its versions from 1 again, and a job its runs; the completed build
+// of the old version 1 and the completed run 1 of the old job must not stop
+// the new ones (River keeps completed jobs unique for a day).
+func TestRecreatedFunctionAndJobRunAgain(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	h.start()
+	h.readyFunction("again", pySpec)
+	h.createJob("once", "again", map[string]any{}, 1)
+	if j := h.finished("once", 1); j.Phase != domain.JobPhaseSucceeded {
+		t.Fatalf("first run = %s %q", j.Phase, j.Message)
+	}
+
+	h.deleteJob("once")
+	h.deleteFunction("again")
+	h.readyFunction("again", pySpec) // version 1 of the new function is built
+	h.createJob("once", "again", map[string]any{}, 1)
+	if j := h.finished("once", 1); j.Phase != domain.JobPhaseSucceeded {
+		t.Fatalf("run of the re-created job = %s %q", j.Phase, j.Message)
+	}
+	if runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "once" }); len(runs) != 2 {
+		t.Fatalf("runs of job once = %d; want 2, one per incarnation", len(runs))
+	}
+	if n := h.count(`SELECT count(*) FROM river_job WHERE kind = 'build' AND args->>'function' = 'again'`); n != 2 {
+		t.Fatalf("build jobs = %d; want 2, one per incarnation", n)
+	}
+}

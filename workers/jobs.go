@@ -16,11 +16,15 @@ const (
 )
 
 // BuildArgs asks for version Version of a function to be built. Unique by
-// args: one build per version, however often it is enqueued.
+// args: one build per version, however often it is enqueued. Incarnation is
+// the function's (domain.Function.Incarnation): a function deleted and
+// created again numbers its versions from 1 again, and its builds must not
+// be taken for the completed builds of the one before.
 type BuildArgs struct {
-	Namespace string `json:"namespace" river:"unique"`
-	Function  string `json:"function" river:"unique"`
-	Version   int    `json:"version" river:"unique"`
+	Namespace   string `json:"namespace" river:"unique"`
+	Function    string `json:"function" river:"unique"`
+	Version     int    `json:"version" river:"unique"`
+	Incarnation int    `json:"incarnation,omitempty" river:"unique"`
 }
 
 // Kind implements river.JobArgs.
@@ -69,11 +73,14 @@ func (ScheduleArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueRollouts, MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: untilFinished}}
 }
 
-// RunJobArgs asks for run RunID of a one-shot job. Unique by args: one execution per run.
+// RunJobArgs asks for run RunID of a one-shot job. Unique by args: one
+// execution per run of one incarnation of the job (domain.Job.Incarnation;
+// a re-created job counts its runs from 1 again).
 type RunJobArgs struct {
-	Namespace string `json:"namespace" river:"unique"`
-	Job       string `json:"job" river:"unique"`
-	RunID     int64  `json:"run_id" river:"unique"`
+	Namespace   string `json:"namespace" river:"unique"`
+	Job         string `json:"job" river:"unique"`
+	RunID       int64  `json:"run_id" river:"unique"`
+	Incarnation int    `json:"incarnation,omitempty" river:"unique"`
 }
 
 // Kind implements river.JobArgs.
@@ -99,6 +106,10 @@ func (CleanupArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueRollouts, MaxAttempts: 10}
 }
 
+// sameIncarnation reports whether a job queued for incarnation queued is for
+// the current one; 0 is a job queued before jobs named incarnations.
+func sameIncarnation(queued, current int) bool { return queued == 0 || queued == current }
+
 func job(args river.JobArgs) river.InsertManyParams { return river.InsertManyParams{Args: args} }
 
 // FunctionJobs returns the jobs that the events just appended to function f
@@ -111,7 +122,7 @@ func FunctionJobs(f *domain.Function, events []domain.Event) []river.InsertManyP
 		switch e := ev.(type) {
 		case domain.VersionCreated:
 			if f.NeedsBuild(e.Version) {
-				jobs = append(jobs, job(BuildArgs{Namespace: f.Namespace, Function: f.Name, Version: e.Version}))
+				jobs = append(jobs, job(BuildArgs{Namespace: f.Namespace, Function: f.Name, Version: e.Version, Incarnation: f.Incarnation}))
 			}
 		case domain.VersionActivated, domain.FunctionConfigUpdated:
 			rollout = true
@@ -146,12 +157,16 @@ func TriggerJobs(t domain.Trigger, events []domain.Event) []river.InsertManyPara
 	return []river.InsertManyParams{job(RolloutArgs{Namespace: t.Namespace, Function: t.Function})}
 }
 
-// RunJobs returns a run for every run requested by the events just appended to job j.
+// RunJobs returns a run for every run requested by events, about to be
+// appended to job j (j is the state before them: a create in events starts
+// a new incarnation).
 func RunJobs(j *domain.Job, events []domain.Event) []river.InsertManyParams {
 	var jobs []river.InsertManyParams
+	next := *j
 	for _, ev := range events {
+		next.Apply(ev)
 		if e, ok := ev.(domain.JobRunRequested); ok {
-			jobs = append(jobs, job(RunJobArgs{Namespace: j.Namespace, Job: j.Name, RunID: e.RunID}))
+			jobs = append(jobs, job(RunJobArgs{Namespace: j.Namespace, Job: j.Name, RunID: e.RunID, Incarnation: next.Incarnation}))
 		}
 	}
 	return jobs

@@ -51,7 +51,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 		if err := tx.Load(ctx, stream, j); err != nil {
 			return err
 		}
-		if !j.Exists || j.RunID != a.RunID || j.Finished() { // deleted, superseded or already recorded
+		if !j.Exists || j.RunID != a.RunID || j.Finished() || !sameIncarnation(a.Incarnation, j.Incarnation) { // deleted, superseded or already recorded
 			done = true
 			return completeTx(ctx, tx.Tx, job)
 		}
