@@ -1,0 +1,46 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+
+	"github.com/slessio/sless/httpapi/client"
+)
+
+// addAPIError reports err of the call named by what. An API error is shown
+// with the server's message, on the attribute its field names when the
+// resource has one of that name.
+func addAPIError(diags *diag.Diagnostics, what string, err error, attributes ...string) {
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) {
+		diags.AddError("sless: "+what+" failed", err.Error())
+		return
+	}
+	detail := fmt.Sprintf("%s (HTTP %d %s)", apiErr.Message, apiErr.Status, apiErr.Code)
+	if apiErr.Field != "" {
+		detail = fmt.Sprintf("%s: %s", apiErr.Field, detail)
+		for _, a := range attributes {
+			if a == apiErr.Field {
+				diags.AddAttributeError(path.Root(a), "sless: "+what+" failed", detail)
+				return
+			}
+		}
+	}
+	diags.AddError("sless: "+what+" failed", detail)
+}
+
+// clientOf returns the configured client handed to a resource or data
+// source, or nil with an error when the provider data is something else.
+func clientOf(data any, diags *diag.Diagnostics) *client.Client {
+	if data == nil {
+		return nil // Configure has not run yet (validation): nothing to do
+	}
+	c, ok := data.(*client.Client)
+	if !ok {
+		diags.AddError("sless provider bug", fmt.Sprintf("provider data is %T, not *client.Client", data))
+	}
+	return c
+}

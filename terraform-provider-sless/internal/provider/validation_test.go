@@ -1,0 +1,84 @@
+package provider_test
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/slessio/sless/httpapi/auth"
+)
+
+// TestAccPlanValidation: what the server would refuse fails at plan, with
+// the attribute named, before anything is created; a token the server does
+// not accept fails plan with one clear line.
+func TestAccPlanValidation(t *testing.T) {
+	t.Parallel()
+	p := startPlatform(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"handler.py": handler("x")})
+	fn := func(attrs string) string {
+		return p.providerBlock() + fmt.Sprintf(`
+resource "sless_function" "f" {
+  source_dir = %q
+  %s
+}
+`, dir, attrs)
+	}
+	trigger := func(attrs string) string {
+		return p.providerBlock() + `
+resource "sless_trigger" "t" {
+  name     = "tick"
+  function = "f"
+  ` + attrs + `
+}
+`
+	}
+	forged, err := auth.Mint([]byte("0123456789abcdef0123456789abcdef"), "mallory", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, config string
+		want         string
+	}{
+		{"runtime", fn(`name = "f"
+  runtime = "cobol85"`), `(?s)Invalid runtime.*cobol85`},
+		{"name", fn(`name = "Bad_Name"
+  runtime = "python3.11"`), `(?s)Invalid name`},
+		{"memory", fn(`name = "f"
+  runtime = "python3.11"
+  memory_mb = 1000000`), `(?s)memory_mb must be between 64 and 4096`},
+		{"timeout", fn(`name = "f"
+  runtime = "python3.11"
+  timeout_sec = 0`), `(?s)timeout_sec must be between 1 and 900`},
+		{"entrypoint", fn(`name = "f"
+  runtime = "python3.11"
+  entrypoint = "no-dot"`), `(?s)Invalid entrypoint`},
+		{"env", fn(`name = "f"
+  runtime = "python3.11"
+  env_vars = { "1BAD" = "x" }`), `(?s)Invalid env_vars`},
+		{"both code settings", fn(`name = "f"
+  runtime = "python3.11"
+  code_path = "x.zip"`), `(?s)Exactly one of source_dir and code_path`},
+		{"cron syntax", trigger(`type = "cron"
+  schedule = "every minute"`), `(?s)Invalid schedule`},
+		{"cron without schedule", trigger(`type = "cron"`), `(?s)A cron trigger needs a schedule`},
+		{"trigger type", trigger(`type = "webhook"`), `(?s)Invalid type`},
+		{"rejected token", replaceOnce(fn(`name = "f"
+  runtime = "python3.11"`), p.Token, forged), `the sless API rejected the token \(401\): `},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: providers,
+				Steps:                    []resource.TestStep{{Config: c.config, PlanOnly: true, ExpectError: regexp.MustCompile(c.want)}},
+			})
+		})
+	}
+	if fns, err := p.Client.ListFunctions(ctx); err != nil || len(fns) != 0 {
+		t.Fatalf("functions after refused plans: %v (%v)", fns, err)
+	}
+}
