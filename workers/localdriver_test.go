@@ -65,7 +65,11 @@ func TestLocalDriverEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ld.Close(context.Background()) })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = ld.Close(ctx)
+	})
 	w = h.start(func(c *workers.Config) { c.Driver, c.Code = ld, st })
 
 	spec := domain.FunctionSpec{Runtime: "python3.11", Entrypoint: "handler.handle", TimeoutSec: 2,
@@ -126,7 +130,7 @@ func TestLocalDriverEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := http.Get(endpoint + "/"); err == nil {
+	if _, err := shortClient.Get(endpoint + "/"); err == nil {
 		t.Fatalf("the function still answers at %s after scaling to zero", endpoint)
 	}
 	h.setTriggerEnabled("py-http", true)
@@ -190,9 +194,13 @@ func killServer(t *testing.T, dir, ns string) {
 	}
 }
 
+// shortClient bounds the tests' requests to function processes, so a
+// process that accepts and never answers fails the test instead of hanging it.
+var shortClient = &http.Client{Timeout: 30 * time.Second}
+
 func httpGet(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := shortClient.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ var (
 // from TestMain; Pool and the NewDB functions fail the test without it.
 func Main(m *testing.M) {
 	mainRunning.Store(true)
+	startWatchdog()
 	code := m.Run()
 	if h != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -158,3 +158,20 @@ func TestCheckAdminWantsURL(t *testing.T) {
 		t.Fatal("keyword/value DSN accepted; pgtest needs a URL to derive database URLs")
 	}
 }
+
+func TestTestFrames(t *testing.T) {
+	stacks := `goroutine 7 [chan receive, 29 minutes]:
+github.com/slessio/sless/workers_test.TestHang(0xc000)
+	/src/workers/hang_test.go:12 +0x25
+testing.tRunner(0xc000, 0x1)
+	/go/src/testing/testing.go:1934 +0xea
+
+goroutine 8 [select]:
+github.com/riverqueue/river.(*Client).Start.func1()
+	/mod/river/client.go:10 +0x1`
+	got := testFrames(stacks)
+	want := "goroutine 7 [chan receive, 29 minutes]:\n  github.com/slessio/sless/workers_test.TestHang(0xc000)\n  /src/workers/hang_test.go:12 +0x25\n"
+	if got != want {
+		t.Fatalf("testFrames =\n%q\nwant\n%q", got, want)
+	}
+}
