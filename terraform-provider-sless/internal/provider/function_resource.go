@@ -66,7 +66,7 @@ func (r *functionResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 		return schema.StringAttribute{Computed: true, Description: desc}
 	}
 	resp.Schema = schema.Schema{
-		Description: "A sless function: its code and configuration. Apply uploads the code and waits until the new version is built and active (phase Ready); a failed build fails the apply with the build's message.",
+		Description: "A sless function: its code and configuration. Apply uploads the code and waits until the new version is built, active and rolled out (phase Ready; an http trigger's URL serves it); a failed build fails the apply with the build's message.",
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Required:      true,

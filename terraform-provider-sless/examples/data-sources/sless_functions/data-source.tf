@@ -1,0 +1,5 @@
+data "sless_functions" "all" {}
+
+output "function_names" {
+  value = data.sless_functions.all.names
+}

@@ -1,0 +1,2 @@
+# A function is imported by its name.
+terraform import sless_function.hello hello

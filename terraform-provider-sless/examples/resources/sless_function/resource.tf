@@ -1,0 +1,20 @@
+# From a directory: the provider zips it (sorted entries, fixed timestamps),
+# so only a changed file makes a plan.
+resource "sless_function" "hello" {
+  name       = "hello"
+  runtime    = "python3.11"
+  entrypoint = "handler.handle"
+  source_dir = "${path.module}/hello"
+  memory_mb  = 256
+  env_vars = {
+    GREETING = "hi"
+  }
+}
+
+# From a zip built elsewhere.
+resource "sless_function" "report" {
+  name      = "report"
+  runtime   = "nodejs20"
+  code_path = "${path.module}/dist/report.zip"
+  code_hash = filesha256("${path.module}/dist/report.zip")
+}
