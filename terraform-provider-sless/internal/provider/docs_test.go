@@ -45,8 +45,7 @@ func TestDocs(t *testing.T) {
 	p.Schema(ctx, fwprovider.SchemaRequest{}, &ps)
 	var pattrs []attribute
 	for name, a := range ps.Schema.Attributes {
-		pattrs = append(pattrs, attribute{name: name, typ: typeName(a.GetType()), description: a.GetDescription(),
-			required: a.IsRequired(), optional: a.IsOptional(), comp: a.IsComputed(), sensitive: a.IsSensitive()})
+		pattrs = append(pattrs, attributeOf(name, a))
 	}
 	pages["index.md"] = page("sless Provider", "", ps.Schema.Description, "provider/provider.tf", "", pattrs)
 
@@ -58,8 +57,7 @@ func TestDocs(t *testing.T) {
 		r.Schema(ctx, resource.SchemaRequest{}, &sr)
 		var attrs []attribute
 		for name, a := range sr.Schema.Attributes {
-			attrs = append(attrs, attribute{name: name, typ: typeName(a.GetType()), description: a.GetDescription(),
-				required: a.IsRequired(), optional: a.IsOptional(), comp: a.IsComputed(), sensitive: a.IsSensitive()})
+			attrs = append(attrs, attributeOf(name, a))
 		}
 		pages["resources/"+strings.TrimPrefix(md.TypeName, "sless_")+".md"] = page(md.TypeName, "Resource", sr.Schema.Description,
 			"resources/"+md.TypeName+"/resource.tf", "resources/"+md.TypeName+"/import.sh", attrs)
@@ -72,12 +70,11 @@ func TestDocs(t *testing.T) {
 		d.Schema(ctx, datasource.SchemaRequest{}, &sr)
 		var attrs []attribute
 		for name, a := range sr.Schema.Attributes {
-			typ := typeName(a.GetType())
+			at := attributeOf(name, a)
 			if _, nested := a.(dsschema.ListNestedAttribute); nested {
-				typ = "List of Object, each with the attributes of data source sless_function"
+				at.typ = "List of Object, each with the attributes of data source sless_function"
 			}
-			attrs = append(attrs, attribute{name: name, typ: typ, description: a.GetDescription(),
-				required: a.IsRequired(), optional: a.IsOptional(), comp: a.IsComputed()})
+			attrs = append(attrs, at)
 		}
 		pages["data-sources/"+strings.TrimPrefix(md.TypeName, "sless_")+".md"] = page(md.TypeName, "Data Source", sr.Schema.Description,
 			"data-sources/"+md.TypeName+"/data-source.tf", "", attrs)
@@ -99,6 +96,22 @@ func TestDocs(t *testing.T) {
 			t.Errorf("docs/%s is not what the schema makes (%v): run `go test ./internal/provider -run TestDocs -update-docs` in terraform-provider-sless", name, err)
 		}
 	}
+}
+
+// schemaAttribute is what the framework's attributes of every kind of
+// schema (provider, resource, data source) tell.
+type schemaAttribute interface {
+	GetType() attr.Type
+	GetDescription() string
+	IsRequired() bool
+	IsOptional() bool
+	IsComputed() bool
+	IsSensitive() bool
+}
+
+func attributeOf(name string, a schemaAttribute) attribute {
+	return attribute{name: name, typ: typeName(a.GetType()), description: a.GetDescription(),
+		required: a.IsRequired(), optional: a.IsOptional(), comp: a.IsComputed(), sensitive: a.IsSensitive()}
 }
 
 // page renders one page of the registry's docs.

@@ -508,14 +508,7 @@ func newest(l *client.VersionList) int {
 }
 
 func (r *functionResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state functionModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := r.c.DeleteFunction(ctx, state.Name.ValueString()); err != nil && !client.IsNotFound(err) {
-		addAPIError(&resp.Diagnostics, "delete function "+state.Name.ValueString(), err)
-	}
+	deleteByName(ctx, "function", req, resp, r.c.DeleteFunction)
 }
 
 // ImportState imports a function by its name.

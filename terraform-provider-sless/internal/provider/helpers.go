@@ -100,3 +100,16 @@ func sortedByName(fns []client.Function) []client.Function {
 	slices.SortFunc(out, func(a, b client.Function) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// deleteByName deletes the resource named by the state's name with del; one
+// that is gone already is deleted.
+func deleteByName(ctx context.Context, kind string, req resource.DeleteRequest, resp *resource.DeleteResponse, del func(context.Context, string) error) {
+	var name types.String
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, pathName, &name)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := del(ctx, name.ValueString()); err != nil && !client.IsNotFound(err) {
+		addAPIError(&resp.Diagnostics, "delete "+kind+" "+name.ValueString(), err)
+	}
+}

@@ -236,14 +236,7 @@ func (r *jobResource) Update(ctx context.Context, req resource.UpdateRequest, re
 }
 
 func (r *jobResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state jobModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := r.c.DeleteJob(ctx, state.Name.ValueString()); err != nil && !client.IsNotFound(err) {
-		addAPIError(&resp.Diagnostics, "delete job "+state.Name.ValueString(), err)
-	}
+	deleteByName(ctx, "job", req, resp, r.c.DeleteJob)
 }
 
 // ImportState imports a job by its name.

@@ -155,14 +155,7 @@ func (r *triggerResource) Update(ctx context.Context, req resource.UpdateRequest
 }
 
 func (r *triggerResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state triggerModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := r.c.DeleteTrigger(ctx, state.Name.ValueString()); err != nil && !client.IsNotFound(err) {
-		addAPIError(&resp.Diagnostics, "delete trigger "+state.Name.ValueString(), err)
-	}
+	deleteByName(ctx, "trigger", req, resp, r.c.DeleteTrigger)
 }
 
 // ImportState imports a trigger by its name.
