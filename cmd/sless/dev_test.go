@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"mime/multipart"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/httpapi/auth"
+	"github.com/slessio/sless/httpapi/client"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/store/pgtest"
@@ -22,7 +21,7 @@ import (
 
 // TestDevEndToEnd runs the platform as `sless dev` does (embedded S3, local
 // driver, dev key; the database from the test harness), deploys a Python
-// function through the README's API steps, runs it as a job, serves it
+// function through the README's API steps (with the typed client), runs it as a job, serves it
 // behind an http trigger, then stops and checks that no process is left.
 func TestDevEndToEnd(t *testing.T) {
 	if testing.Short() {
@@ -38,6 +37,7 @@ func TestDevEndToEnd(t *testing.T) {
 	ln.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var stdout, stderr bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
@@ -63,54 +63,52 @@ func TestDevEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok, _ := auth.Mint(key, "readme-user", time.Hour, nil)
-	api := base + "/v1/namespaces/" + auth.Namespace("readme-user")
-	call := func(method, path, contentType string, body io.Reader) map[string]any {
+	c, err := client.New(base, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
 		t.Helper()
-		req, _ := http.NewRequest(method, api+path, body)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		if contentType != "" {
-			req.Header.Set("Content-Type", contentType)
-		}
-		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		var out map[string]any
-		raw, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode >= 300 {
-			t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, raw)
-		}
-		_ = json.Unmarshal(raw, &out)
-		return out
 	}
-	call("POST", "/ensure", "", nil)
-	call("POST", "/functions", "application/json", strings.NewReader(`{"name":"hello","runtime":"python3.11"}`))
-
+	_, err = c.EnsureNamespace(ctx)
+	must(err)
+	_, err = c.CreateFunction(ctx, client.CreateFunctionRequest{Name: "hello", Runtime: "python3.11"})
+	must(err)
 	code := ziptest.Files(t, map[string]string{
 		"handler.py": "def handle(event):\n    print('got', event.get('name'))\n    return {'hello': event.get('name', 'world')}\n"})
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	part, _ := mw.CreateFormFile("code", "fn.zip")
-	part.Write(code)
-	mw.Close()
-	if v := call("POST", "/functions/hello/upload", mw.FormDataContentType(), &body); v["version"] != float64(1) {
-		t.Fatalf("upload = %v", v)
+	up, err := c.Upload(ctx, "hello", code)
+	must(err)
+	if up.Version.Version != 1 || !up.Queued {
+		t.Fatalf("upload = %+v", up)
 	}
-	waitFor(t, 60*time.Second, func() bool { return call("GET", "/functions/hello", "", nil)["phase"] == "Ready" })
-
-	call("POST", "/jobs", "application/json", strings.NewReader(`{"name":"once","function":"hello","event":{"name":"sless"},"run_id":1}`))
-	var job map[string]any
 	waitFor(t, 60*time.Second, func() bool {
-		job = call("GET", "/jobs/once", "", nil)
-		return job["phase"] == "Succeeded" || job["phase"] == "Failed"
+		f, err := c.GetFunction(ctx, "hello")
+		must(err)
+		return f.Phase == "Ready"
 	})
-	if job["phase"] != "Succeeded" || job["message"] != `{"hello": "sless"}` {
-		t.Fatalf("job = %v", job)
+
+	_, err = c.CreateJob(ctx, client.CreateJobRequest{Name: "once", Function: "hello", Event: json.RawMessage(`{"name":"sless"}`), RunID: 1})
+	must(err)
+	var job *client.Job
+	waitFor(t, 60*time.Second, func() bool {
+		job, err = c.GetJob(ctx, "once")
+		must(err)
+		return job.Phase == "Succeeded" || job.Phase == "Failed"
+	})
+	if job.Phase != "Succeeded" || job.Message != `{"hello": "sless"}` {
+		t.Fatalf("job = %+v", job)
 	}
 
-	call("POST", "/triggers", "application/json", strings.NewReader(`{"name":"web","type":"http","function":"hello"}`))
-	waitFor(t, 60*time.Second, func() bool { return call("GET", "/triggers/web", "", nil)["active"] == true })
+	_, err = c.CreateTrigger(ctx, client.CreateTriggerRequest{Name: "web", Type: "http", Function: "hello"})
+	must(err)
+	waitFor(t, 60*time.Second, func() bool {
+		tr, err := c.GetTrigger(ctx, "web")
+		must(err)
+		return tr.Active
+	})
 	if len(sandboxtest.PIDs(dataDir)) == 0 {
 		t.Fatal("no function process runs behind the enabled http trigger")
 	}
@@ -128,10 +126,11 @@ func TestDevEndToEnd(t *testing.T) {
 		t.Fatalf("invoke = %d %s (X-Sless-Log %q)", resp.StatusCode, got, resp.Header.Get("X-Sless-Log"))
 	}
 	waitFor(t, 30*time.Second, func() bool {
-		invs, _ := call("GET", "/functions/hello/invocations", "", nil)["invocations"].([]any)
+		page, err := c.ListInvocations(ctx, "hello", client.InvocationQuery{})
+		must(err)
 		kinds := map[string]bool{}
-		for _, i := range invs {
-			kinds[fmt.Sprint(i.(map[string]any)["trigger"])] = true
+		for _, i := range page.Invocations {
+			kinds[i.Trigger] = true
 		}
 		return kinds["http"] && kinds["job"]
 	})
