@@ -246,6 +246,13 @@ func (p *platform) nothingLeft(t *testing.T) error {
 	if len(trs) != 0 {
 		return fmt.Errorf("triggers left after destroy: %+v", trs)
 	}
+	jobs, err := p.Client.ListJobs(ctx, "")
+	if err != nil {
+		return err
+	}
+	if len(jobs) != 0 {
+		return fmt.Errorf("jobs left after destroy: %+v", jobs)
+	}
 	waitUntil(t, time.Minute, func() error {
 		if pids := p.processes(); len(pids) > 0 {
 			return fmt.Errorf("function processes left after destroy: %v", pids)
