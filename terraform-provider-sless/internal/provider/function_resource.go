@@ -161,7 +161,8 @@ func (r *functionResource) ConfigValidators(context.Context) []resource.ConfigVa
 }
 
 // ValidateConfig checks what needs two attributes: the entrypoint against
-// the runtime, and the environment variables as the server does.
+// the runtime, code_hash only with code_path, and the environment variables
+// as the server does.
 func (r *functionResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m functionModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
@@ -172,6 +173,10 @@ func (r *functionResource) ValidateConfig(ctx context.Context, req resource.Vali
 		if err := domain.ValidateEntrypoint(rt, m.Entrypoint.ValueString()); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("entrypoint"), "Invalid entrypoint", messageOf(err))
 		}
+	}
+	if !m.SourceDir.IsNull() && !m.CodeHash.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("code_hash"), "code_hash is computed from source_dir",
+			"Set code_hash only with code_path; with source_dir the provider computes it from the files.")
 	}
 	if env, known := stringMap(ctx, m.EnvVars, &resp.Diagnostics); known {
 		if err := domain.ValidateEnvVars(env); err != nil {

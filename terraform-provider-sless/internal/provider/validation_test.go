@@ -63,6 +63,9 @@ resource "sless_trigger" "t" {
 		{"both code settings", fn(`name = "f"
   runtime = "python3.11"
   code_path = "x.zip"`), `(?s)Exactly one of source_dir and code_path`},
+		{"code_hash with source_dir", fn(`name = "f"
+  runtime = "python3.11"
+  code_hash = "abc"`), `(?s)code_hash is computed from source_dir`},
 		{"cron syntax", trigger(`type = "cron"
   schedule = "every minute"`), `(?s)Invalid schedule`},
 		{"cron without schedule", trigger(`type = "cron"`), `(?s)A cron trigger needs a schedule`},
