@@ -117,7 +117,13 @@ func (r *jobResource) Create(ctx context.Context, req resource.CreateRequest, re
 	if client.IsConflict(err) {
 		// The name exists: adopt that job, as the prototype's users rely
 		// on, and run it when the configuration asks for a later run.
-		if j, err = r.c.GetJob(ctx, name); err == nil && j.RunID < plan.RunID.ValueInt64() {
+		j, err = r.c.GetJob(ctx, name)
+		if err == nil && j.RunID > plan.RunID.ValueInt64() {
+			resp.Diagnostics.AddAttributeError(path.Root("run_id"), "run_id is behind the existing job's",
+				fmt.Sprintf("Job %s exists with run_id %d; set run_id to %d to adopt it, or higher to run it again.", name, j.RunID, j.RunID))
+			return
+		}
+		if err == nil && j.RunID < plan.RunID.ValueInt64() {
 			j, err = r.c.SetJobRunID(ctx, name, plan.RunID.ValueInt64())
 		}
 	}
@@ -149,6 +155,9 @@ func (r *jobResource) waitAndSave(ctx context.Context, plan jobModel, j *client.
 		}
 	}
 	m := jobState(plan, j)
+	// Apply saves the planned function and event: an adopted job's may
+	// differ, and the next refresh brings them in and plans a replacement.
+	m.Function, m.EventJSON = plan.Function, plan.EventJSON
 	diags.Append(state.Set(ctx, &m)...)
 }
 
