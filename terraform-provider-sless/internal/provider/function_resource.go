@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -44,6 +45,8 @@ type functionModel struct {
 	Entrypoint      types.String `tfsdk:"entrypoint"`
 	MemoryMB        types.Int64  `tfsdk:"memory_mb"`
 	TimeoutSec      types.Int64  `tfsdk:"timeout_sec"`
+	MaxConcurrency  types.Int64  `tfsdk:"max_concurrency"`
+	RetrySafe       types.Bool   `tfsdk:"retry_safe"`
 	EnvVars         types.Map    `tfsdk:"env_vars"`
 	SourceDir       types.String `tfsdk:"source_dir"`
 	CodePath        types.String `tfsdk:"code_path"`
@@ -93,6 +96,15 @@ func (r *functionResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Optional: true, Computed: true, Default: int64default.StaticInt64(domain.DefaultTimeoutSec),
 				Description: fmt.Sprintf("Time limit of one invocation in seconds (%d–%d, default %d).", domain.MinTimeoutSec, domain.MaxTimeoutSec, domain.DefaultTimeoutSec),
 				Validators:  []validator.Int64{between("timeout_sec", domain.MinTimeoutSec, domain.MaxTimeoutSec)},
+			},
+			"max_concurrency": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(0),
+				Description: fmt.Sprintf("How many requests the function serves at once through its http trigger (429 beyond); 0 (default) is the platform's default, at most %d.", domain.MaxConcurrency),
+				Validators:  []validator.Int64{between("max_concurrency", 0, domain.MaxConcurrency)},
+			},
+			"retry_safe": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				Description: "true declares that running the function twice with one event does no harm: a job run interrupted by a server stop or crash is run again; false (default): it fails with \"interrupted\".",
 			},
 			"env_vars": schema.MapAttribute{
 				Optional: true, ElementType: types.StringType,
@@ -245,6 +257,7 @@ func (r *functionResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 func functionChanges(state, plan functionModel) bool {
 	return !state.Runtime.Equal(plan.Runtime) || !state.Entrypoint.Equal(plan.Entrypoint) ||
 		!state.MemoryMB.Equal(plan.MemoryMB) || !state.TimeoutSec.Equal(plan.TimeoutSec) ||
+		!state.MaxConcurrency.Equal(plan.MaxConcurrency) || !state.RetrySafe.Equal(plan.RetrySafe) ||
 		!sameEnv(state.EnvVars, plan.EnvVars) || !state.CodeHash.Equal(plan.CodeHash)
 }
 
@@ -271,6 +284,7 @@ func (r *functionResource) Create(ctx context.Context, req resource.CreateReques
 	_, err := r.c.CreateFunction(ctx, client.CreateFunctionRequest{
 		Name: name, Runtime: plan.Runtime.ValueString(), Entrypoint: plan.Entrypoint.ValueString(),
 		MemoryMB: int(plan.MemoryMB.ValueInt64()), TimeoutSec: int(plan.TimeoutSec.ValueInt64()), EnvVars: env,
+		MaxConcurrency: int(plan.MaxConcurrency.ValueInt64()), RetrySafe: plan.RetrySafe.ValueBool(),
 	})
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "create function "+name, err, functionFields...)
@@ -286,7 +300,7 @@ func (r *functionResource) Create(ctx context.Context, req resource.CreateReques
 }
 
 // functionFields are the request fields of a function that are attributes.
-var functionFields = []string{"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars"}
+var functionFields = []string{"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "max_concurrency", "retry_safe"}
 
 // code returns the zip to upload for m.
 func (r *functionResource) code(m functionModel, diags *diag.Diagnostics) (code, bool) {
@@ -400,6 +414,8 @@ func (r *functionResource) read(ctx context.Context, prior functionModel) (funct
 	m.Entrypoint = types.StringValue(fn.Entrypoint)
 	m.MemoryMB = types.Int64Value(int64(fn.MemoryMB))
 	m.TimeoutSec = types.Int64Value(int64(fn.TimeoutSec))
+	m.MaxConcurrency = types.Int64Value(int64(fn.MaxConcurrency))
+	m.RetrySafe = types.BoolValue(fn.RetrySafe)
 	if len(fn.EnvVars) > 0 || !prior.EnvVars.IsNull() {
 		env := make(map[string]attr.Value, len(fn.EnvVars))
 		for k, v := range fn.EnvVars {
@@ -468,7 +484,7 @@ func (r *functionResource) Update(ctx context.Context, req resource.UpdateReques
 	_, err = r.c.UpdateFunction(ctx, name, client.UpdateFunctionRequest{
 		Runtime: client.Ptr(plan.Runtime.ValueString()), Entrypoint: client.Ptr(plan.Entrypoint.ValueString()),
 		MemoryMB: client.Ptr(int(plan.MemoryMB.ValueInt64())), TimeoutSec: client.Ptr(int(plan.TimeoutSec.ValueInt64())),
-		EnvVars: &env,
+		EnvVars: &env, MaxConcurrency: client.Ptr(int(plan.MaxConcurrency.ValueInt64())), RetrySafe: client.Ptr(plan.RetrySafe.ValueBool()),
 	})
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "update function "+name, err, functionFields...)

@@ -109,6 +109,8 @@ func TestAccFunction(t *testing.T) {
 					resource.TestCheckResourceAttr("sless_function.reader", "active_version", "1"),
 					resource.TestCheckResourceAttr("sless_function.reader", "memory_mb", "128"),
 					resource.TestCheckResourceAttr("sless_function.reader", "timeout_sec", "30"),
+					resource.TestCheckResourceAttr("sless_function.reader", "max_concurrency", "0"),
+					resource.TestCheckResourceAttr("sless_function.reader", "retry_safe", "false"),
 					resource.TestMatchResourceAttr("sless_function.reader", "code_hash", regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)),
 					resource.TestMatchResourceAttr("sless_function.reader", "last_built_at", regexp.MustCompile(`^20\d\d-`)),
 					resource.TestCheckResourceAttr("sless_trigger.web", "enabled", "true"),

@@ -22,6 +22,7 @@ resource "sless_function" "prepare" {
   name       = "prepare"
   runtime    = "python3.11"
   source_dir = %q
+  retry_safe = true
 }
 
 resource "sless_job" "setup" {
@@ -86,6 +87,7 @@ func TestAccJob(t *testing.T) {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr("sless_job.setup", "phase", "Pending"),
 					resource.TestCheckResourceAttr("sless_job.setup", "run_id", "0"),
+					resource.TestCheckResourceAttr("sless_function.prepare", "retry_safe", "true"),
 					resource.TestCheckResourceAttr("sless_trigger.nightly", "schedule", "0 3 * * *"),
 					resource.TestCheckResourceAttr("sless_trigger.nightly", "url", ""),
 					runs(0),
