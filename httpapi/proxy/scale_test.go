@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -147,9 +148,7 @@ func TestDialFailureWakesAgain(t *testing.T) {
 	f := setup(t, options{})
 	w := f.deploy("gone", pySpec, pyEcho)
 	first := decodeEcho(t, f.get("gone", "/"))
-	if _, err := f.driver.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 0}); err != nil {
-		t.Fatal(err)
-	}
+	f.stopBehindTheBack(w)
 	req, _ := http.NewRequest(http.MethodPost, f.fnURL("gone", "/"), strings.NewReader("the body survives the retry"))
 	got := decodeEcho(t, f.do(req))
 	if got.Process == first.Process || got.SHA256 != sha("the body survives the retry") {
@@ -159,14 +158,40 @@ func TestDialFailureWakesAgain(t *testing.T) {
 		t.Fatalf("%d wakes", n)
 	}
 	// The same with a bodiless request on the pooled, now dead, connection.
-	if _, err := f.driver.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 0}); err != nil {
-		t.Fatal(err)
-	}
+	f.stopBehindTheBack(w)
 	if again := decodeEcho(t, f.get("gone", "/")); again.Process == got.Process {
 		t.Fatalf("served by the stopped process %s", again.Process)
 	}
 	if n := f.scaler.wakes.Load(); n != 2 {
 		t.Fatalf("%d wakes", n)
+	}
+}
+
+// stopBehindTheBack stops a function's process through the driver, as a
+// crash or an operator would, without the proxy knowing, and waits until its
+// port refuses connections: until then a request may still reach the dying
+// process and fail after it was sent, which no proxy may retry blindly.
+func (f *fixture) stopBehindTheBack(w workers.Workload) {
+	f.t.Helper()
+	st, _ := f.proxy.Lookup(f.ns, w.Function)
+	u, err := url.Parse(st.Live)
+	if err != nil || u.Host == "" {
+		f.t.Fatalf("no live endpoint for %s: %+v (%v)", w.Function, st, err)
+	}
+	if _, err := f.driver.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 0}); err != nil {
+		f.t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", u.Host, time.Second)
+		if err != nil {
+			return
+		}
+		conn.Close()
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%s still accepts connections 10 s after it was stopped", u.Host)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
