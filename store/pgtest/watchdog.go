@@ -39,11 +39,14 @@ func startWatchdog() {
 }
 
 // testFrames returns, for each goroutine whose stack passes through a
-// _test.go file, its header and the frames from its top down to the
+// _test.go file (but the main one, which waits for the tests), its header and the frames from its top down to the
 // outermost test frame, without the runtime's and testing's own.
 func testFrames(stacks string) string {
 	var b strings.Builder
 	for _, g := range strings.Split(stacks, "\n\n") {
+		if strings.Contains(g, "testing.(*M).Run(") {
+			continue // the main goroutine, waiting for the tests
+		}
 		lines := strings.Split(strings.TrimSpace(g), "\n")
 		last := -1
 		for i, l := range lines {
