@@ -9,20 +9,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slessio/sless/cmd/sless/cli"
 )
-
-const usage = `sless — a self-hosted serverless functions platform
-
-Usage:
-  sless dev                     run everything locally on embedded defaults
-  sless serve                   run the control plane (API, workers) against DATABASE_URL and S3_ENDPOINT
-  sless migrate up|status       apply or show database migrations
-  sless projections rebuild     truncate the read models and replay every event
-  sless token --sub NAME        print a token signed with the dev key
-
-Run "sless <command> -h" for the flags of a command. Configuration comes from
-flags and the environment (see README.md, "Configuration").
-`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -35,28 +26,46 @@ func main() {
 	}
 }
 
+// run runs the command line args: the platform's commands (dev, serve,
+// migrate, projections, token), which parse their own flags as they always
+// did, and the client commands of package cli.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return flag.ErrHelp
+	root := &cobra.Command{
+		Use:   "sless",
+		Short: "sless — a self-hosted serverless functions platform",
+		Long: `sless — a self-hosted serverless functions platform.
+
+Run the platform with "sless dev" (everything local, on embedded defaults) or
+"sless serve"; use it with "sless login" and the client commands. Configuration
+of the platform comes from flags and the environment (see README.md,
+"Configuration"); "sless <command> -h" lists a command's flags.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "migrate":
-		return runMigrate(ctx, rest, stdout, stderr)
-	case "projections":
-		return runProjections(ctx, rest, stdout, stderr)
-	case "token":
-		return runToken(ctx, rest, stdout, stderr)
-	case "dev":
-		return runDev(ctx, rest, stdout, stderr)
-	case "serve":
-		return runServe(ctx, rest, stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	default:
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown command %q", cmd)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	for _, c := range []struct {
+		use, short, example string
+		run                 func(context.Context, []string, io.Writer, io.Writer) error
+	}{
+		{"dev", "Run everything locally on embedded defaults (PostgreSQL, S3, local driver)", "sless dev --listen :8080", runDev},
+		{"serve", "Run the control plane (API, workers, proxy) against DATABASE_URL and S3_ENDPOINT", "DATABASE_URL=postgres://... S3_ENDPOINT=... SLESS_JWT_SECRET=... sless serve", runServe},
+		{"migrate", "Apply or show database migrations (up | status)", "sless migrate up", runMigrate},
+		{"projections", "Truncate the read models and replay every event (rebuild)", "sless projections rebuild", runProjections},
+		{"token", "Print a token signed with the dev key (or SLESS_JWT_SECRET)", "sless token --sub alice --ttl 24h", runToken},
+	} {
+		root.AddCommand(&cobra.Command{
+			Use:     c.use,
+			Short:   c.short,
+			Example: "  " + c.example,
+			// The command parses its own flags (-h included), unchanged.
+			DisableFlagParsing: true,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return c.run(cmd.Context(), args, stdout, stderr)
+			},
+		})
 	}
+	cli.AddCommands(root)
+	return root.ExecuteContext(ctx)
 }

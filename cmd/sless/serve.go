@@ -338,12 +338,15 @@ sless is running.
   namespace:  %s   (user %q)
   token:      %s
 
-Try it:
+Log the CLI in as %q:
+  sless login --url %s --token %s
+
+Or try it with curl:
   export TOKEN=%s API=%s
   curl -s -X POST -H "Authorization: Bearer $TOKEN" -d '{"name":"hello","runtime":"python3.11"}' $API/functions
   curl -s -H "Authorization: Bearer $TOKEN" -H 'Accept: text/plain' $API/functions
 
 Press Ctrl-C to stop (functions are started again on the next run).
-`, c.ExternalURL, c.ExternalURL, auth.Namespace(demo), demo, tok, tok, api)
+`, c.ExternalURL, c.ExternalURL, auth.Namespace(demo), demo, tok, demo, c.ExternalURL, tok, tok, api)
 	return err
 }

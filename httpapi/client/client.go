@@ -80,6 +80,10 @@ type call struct {
 	body        io.Reader
 	contentType string
 	out         any
+	// accept and text ask for another representation than JSON (the
+	// human listing's text/plain), copied whole into text.
+	accept string
+	text   io.Writer
 }
 
 // jsonCall is a call whose body, when in is not nil, is in as JSON.
@@ -131,7 +135,11 @@ func (c *Client) do(ctx context.Context, cl call) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sless client: %w", err)
 	}
-	req.Header.Set("Accept", "application/json")
+	accept := "application/json"
+	if cl.accept != "" {
+		accept = cl.accept
+	}
+	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", c.userAgent)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -146,6 +154,12 @@ func (c *Client) do(ctx context.Context, cl call) (*http.Response, error) {
 	defer res.Body.Close()
 	if res.StatusCode >= 400 {
 		return nil, readError(res)
+	}
+	if cl.text != nil {
+		if _, err := io.Copy(cl.text, res.Body); err != nil {
+			return nil, fmt.Errorf("sless client: read the answer of %s %s: %w", rt.Method, path, err)
+		}
+		return res, nil
 	}
 	if cl.out == nil || res.StatusCode == http.StatusNoContent {
 		return res, nil

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"strings"
 
 	"github.com/slessio/sless/httpapi/wire"
 )
@@ -27,6 +28,15 @@ func (c *Client) ListFunctions(ctx context.Context) ([]Function, error) {
 		return nil, err
 	}
 	return out.Functions, nil
+}
+
+// FunctionListing returns the namespace's human listing (SPEC §7): one
+// line of comment and the details of each function, active ones first, and
+// a footer with the namespace and the count, as plain text.
+func (c *Client) FunctionListing(ctx context.Context) (string, error) {
+	var b strings.Builder
+	_, err := c.do(ctx, call{route: routeListFunctions, accept: "text/plain", text: &b})
+	return b.String(), err
 }
 
 // CreateFunction creates a function without code (phase Pending). Errors:

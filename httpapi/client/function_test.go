@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/slessio/sless/domain"
@@ -50,6 +51,10 @@ func testFunctions(t *testing.T, f *fixture) {
 	}
 	if len(list) != 1 || list[0].Name != "hello" {
 		t.Fatalf("listed %+v", list)
+	}
+	text, err := c.FunctionListing(ctx)
+	if err != nil || !strings.Contains(text, "hello") || !strings.Contains(text, "python3.11") || strings.HasPrefix(text, "{") {
+		t.Fatalf("human listing = %q (%v)", text, err)
 	}
 
 	updated, err := c.UpdateFunction(ctx, "hello", client.UpdateFunctionRequest{MemoryMB: client.Ptr(256), EnvVars: client.Ptr(map[string]string{})})

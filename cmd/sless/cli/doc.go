@@ -1,0 +1,14 @@
+// Package cli is the client side of the sless binary: the commands a user
+// of the platform runs (sless login, sless fn ...) on top of the typed API
+// client (httpapi/client).
+//
+// Every client command finds the API and the token the same way: the --url
+// and --token flags, else SLESS_URL and SLESS_TOKEN, else the file `sless
+// login` wrote ($XDG_CONFIG_HOME/sless/config.yaml, by default
+// ~/.config/sless/config.yaml, mode 0600), else http://localhost:8080 and no
+// token. The namespace is the token's (client.NamespaceOf): nobody types it.
+//
+// Errors say what to do next: a rejected token how to get one, a refused
+// connection the URL tried and how to start `sless dev`, a missing function
+// the command that lists them.
+package cli

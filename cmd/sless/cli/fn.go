@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/slessio/sless/httpapi/client"
+)
+
+// AddCommands adds the client commands to the root command.
+func AddCommands(root *cobra.Command) {
+	root.AddCommand(loginCommand(), fnCommand())
+}
+
+// fnCommand is `sless fn`: the functions of the namespace.
+func fnCommand() *cobra.Command {
+	c := &conn{}
+	cmd := &cobra.Command{
+		Use:   "fn",
+		Short: "Manage the functions of your namespace",
+	}
+	c.bind(cmd)
+	cmd.AddCommand(
+		&cobra.Command{
+			Use:     "ls",
+			Short:   "List the functions (the human listing; -o json|yaml for data)",
+			Example: "  sless fn ls\n  sless fn ls -o json",
+			Args:    cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				cl, url, err := c.client()
+				if err != nil {
+					return err
+				}
+				if c.output == "" || c.output == "text" {
+					text, err := cl.FunctionListing(cmd.Context())
+					if err != nil {
+						return explain(err, url, "", "")
+					}
+					_, err = io.WriteString(cmd.OutOrStdout(), text)
+					return err
+				}
+				fns, err := cl.ListFunctions(cmd.Context())
+				if err != nil {
+					return explain(err, url, "", "")
+				}
+				return c.print(cmd.OutOrStdout(), fns, nil)
+			},
+		},
+		&cobra.Command{
+			Use:     "get NAME",
+			Short:   "Show a function: configuration, phase, versions",
+			Example: "  sless fn get hello\n  sless fn get hello -o yaml",
+			Args:    cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				cl, url, err := c.client()
+				if err != nil {
+					return err
+				}
+				fn, err := cl.GetFunction(cmd.Context(), args[0])
+				if err != nil {
+					return explain(err, url, fmt.Sprintf("function %q", args[0]), "sless fn ls")
+				}
+				return c.print(cmd.OutOrStdout(), fn, func(w io.Writer) error { return writeFunction(w, fn) })
+			},
+		},
+		&cobra.Command{
+			Use:     "rm NAME",
+			Short:   "Delete a function with its versions and triggers (its jobs stay)",
+			Example: "  sless fn rm hello",
+			Args:    cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				cl, url, err := c.client()
+				if err != nil {
+					return err
+				}
+				if err := cl.DeleteFunction(cmd.Context(), args[0]); err != nil {
+					return explain(err, url, fmt.Sprintf("function %q", args[0]), "sless fn ls")
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Deleted function %s.\n", args[0])
+				return nil
+			},
+		},
+	)
+	return cmd
+}
+
+// writeFunction renders a function as aligned "key: value" lines.
+func writeFunction(w io.Writer, fn *client.Function) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	built := "never"
+	if fn.LastBuiltAt != nil {
+		built = fn.LastBuiltAt.UTC().Format(time.RFC3339)
+	}
+	var env []string
+	for k, v := range fn.EnvVars {
+		env = append(env, k+"="+v)
+	}
+	rows := [][2]string{
+		{"name", fn.Name},
+		{"runtime", fn.Runtime},
+		{"entrypoint", fn.Entrypoint},
+		{"phase", string(fn.Phase)},
+		{"message", fn.Message},
+		{"active version", fmt.Sprint(fn.ActiveVersion)},
+		{"serving version", fmt.Sprint(fn.ServingVersion)},
+		{"memory", fmt.Sprintf("%d MiB", fn.MemoryMB)},
+		{"timeout", fmt.Sprintf("%d s", fn.TimeoutSec)},
+		{"max concurrency", fmt.Sprint(fn.MaxConcurrency)},
+		{"retry safe", fmt.Sprint(fn.RetrySafe)},
+		{"env", strings.Join(sorted(env), " ")},
+		{"created", fn.CreatedAt.UTC().Format(time.RFC3339)},
+		{"last built", built},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
+	}
+	return tw.Flush()
+}
