@@ -31,7 +31,9 @@ func api(t *testing.T, sub string) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := apitest.Start(t, func(cfg *httpapi.Config) { cfg.Verifier, cfg.ExternalURL, cfg.RateLimit = verifier, "http://sless.example.test", -1 })
+	srv := apitest.Start(t, func(cfg *httpapi.Config) {
+		cfg.Verifier, cfg.ExternalURL, cfg.RateLimit = verifier, "http://sless.example.test", -1
+	})
 	tok, err := auth.Mint(secret, sub, time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
