@@ -80,6 +80,17 @@ func mint(t *testing.T, secret []byte, sub string) string {
 // does: succeeded, or failed with failMsg.
 func (f *fixture) build(t *testing.T, ns, name string, n int, failMsg string) {
 	t.Helper()
+	f.record(t, ns, name, func(fn *domain.Function) ([]domain.Event, error) {
+		if failMsg != "" {
+			return fn.FailBuild(n, failMsg, "build log of a failure", time.Now())
+		}
+		return fn.SucceedBuild(n, "image:v"+strconv.Itoa(n), "build log of version "+strconv.Itoa(n), time.Now())
+	})
+}
+
+// record appends what cmd decides on function name, as a worker does.
+func (f *fixture) record(t *testing.T, ns, name string, cmd func(*domain.Function) ([]domain.Event, error)) {
+	t.Helper()
 	ctx := context.Background()
 	_, err := f.store.Execute(ctx, store.Metadata{Actor: "test-worker"}, func(tx *store.Tx) error {
 		fn := domain.NewFunction(ns, name)
@@ -87,20 +98,14 @@ func (f *fixture) build(t *testing.T, ns, name string, n int, failMsg string) {
 		if err := tx.Load(ctx, stream, fn); err != nil {
 			return err
 		}
-		var evs []domain.Event
-		var err error
-		if failMsg != "" {
-			evs, err = fn.FailBuild(n, failMsg, "build log of a failure", time.Now())
-		} else {
-			evs, err = fn.SucceedBuild(n, "image:v"+strconv.Itoa(n), "build log of version "+strconv.Itoa(n), time.Now())
-		}
+		evs, err := cmd(fn)
 		if err != nil {
 			return err
 		}
 		return tx.Append(ctx, stream, fn, evs)
 	})
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 }
 

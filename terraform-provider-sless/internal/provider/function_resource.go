@@ -323,30 +323,10 @@ func (r *functionResource) code(m functionModel, diags *diag.Diagnostics) (code,
 // is saved all the same (Terraform taints a created resource).
 func (r *functionResource) waitAndSave(ctx context.Context, plan functionModel, v int, state stateSetter, diags *diag.Diagnostics) {
 	name := plan.Name.ValueString()
-	timeout := time.Duration(plan.BuildTimeoutSec.ValueInt64()) * time.Second
-	err := poll(ctx, timeout, func() (bool, error) {
-		ver, err := r.c.GetVersion(ctx, name, v)
-		if err != nil {
-			return false, err
-		}
-		switch ver.BuildStatus {
-		case domain.BuildStatusFailed:
-			return false, fmt.Errorf("the build of version %d failed: %s", v, ver.Message)
-		case domain.BuildStatusSucceeded:
-			fn, err := r.c.GetFunction(ctx, name)
-			if err != nil {
-				return false, err
-			}
-			// Ready, and rolled out: the http trigger's URL serves version v.
-			if fn.ActiveVersion == v && fn.Phase == domain.PhaseReady && fn.ServingVersion == v {
-				return true, nil
-			}
-			if fn.ActiveVersion == v && fn.Phase == domain.PhaseFailed {
-				return false, fmt.Errorf("version %d was built but does not run: %s", v, fn.Message)
-			}
-		}
-		return false, nil
-	})
+	ctx2, cancel := context.WithTimeoutCause(ctx, time.Duration(plan.BuildTimeoutSec.ValueInt64())*time.Second,
+		fmt.Errorf("gave up waiting after build_timeout_sec = %d", plan.BuildTimeoutSec.ValueInt64()))
+	defer cancel()
+	_, err := r.c.WaitServing(ctx2, name, v, pollInterval, nil)
 	if err != nil {
 		diags.AddError(fmt.Sprintf("sless: function %s is not ready", name), err.Error())
 		r.saveAfterFailure(ctx, plan, state, diags)

@@ -282,7 +282,7 @@ resource "sless_function" "broken" {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providers,
 		Steps: []resource.TestStep{
-			{Config: config, ExpectError: regexp.MustCompile(`(?s)build of version 1 failed:.*SyntaxError`)},
+			{Config: config, ExpectError: regexp.MustCompile(`(?s)build of version 1 of broken failed:.*SyntaxError`)},
 			{
 				PreConfig: func() { writeFiles(t, dir, map[string]string{"handler.py": handler("fixed")}) },
 				Config:    config,
