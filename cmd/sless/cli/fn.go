@@ -26,6 +26,9 @@ func fnCommand() *cobra.Command {
 	}
 	c.bind(cmd)
 	cmd.AddCommand(
+		deployCommand(c),
+		invokeCommand(c),
+		logsCommand(c),
 		&cobra.Command{
 			Use:     "ls",
 			Short:   "List the functions (the human listing; -o json|yaml for data)",

@@ -1,0 +1,340 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	gitignore "github.com/sabhiram/go-gitignore"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi"
+	"github.com/slessio/sless/httpapi/client"
+	"github.com/slessio/sless/store/codestore"
+)
+
+// IgnoreFile names the files of a function's directory that deploy leaves
+// out of the zip, in gitignore syntax.
+const IgnoreFile = ".slessignore"
+
+// maxZipBytes is the API's default limit of an upload (SPEC §2).
+const maxZipBytes = httpapi.DefaultMaxUploadBytes
+
+// deployFlags are the flags of `sless fn deploy`.
+type deployFlags struct {
+	name, runtime, entrypoint string
+	memory, timeout           int
+	env                       []string
+	http                      bool
+	cron                      string
+	noWait                    bool
+	wait                      time.Duration
+}
+
+func deployCommand(c *conn) *cobra.Command {
+	var f deployFlags
+	cmd := &cobra.Command{
+		Use:   "deploy DIR",
+		Short: "Zip a directory, create or update the function, upload it and follow the build",
+		Long: `Zip DIR (deterministically, leaving out what ` + IgnoreFile + ` lists in gitignore
+syntax), create the function or update its configuration, upload the code, and
+follow the build until the new version serves: a spinner on a terminal, plain
+lines otherwise. On a failed build the build log is printed and the exit status
+is 1. --http and --cron make the function's triggers (NAME-http, NAME-cron).`,
+		Example: `  sless fn deploy ./hello --runtime python3.11 --http
+  sless fn deploy ./report --name report --runtime nodejs20 --env REGION=eu --cron "*/5 * * * *"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return deploy(cmd.Context(), c, args[0], f, cmd.Flags().Changed, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.name, "name", "", "function name (default: the directory's name)")
+	fl.StringVar(&f.runtime, "runtime", "", "runtime: "+runtimeNames()+" (required to create)")
+	fl.StringVar(&f.entrypoint, "entrypoint", "", "what the runtime calls (default: the runtime's, e.g. handler.handle)")
+	fl.IntVar(&f.memory, "memory", domain.DefaultMemoryMB, "memory limit in MiB")
+	fl.IntVar(&f.timeout, "timeout", domain.DefaultTimeoutSec, "time limit of one invocation in seconds")
+	fl.StringArrayVar(&f.env, "env", nil, "environment variable K=V (repeatable); replaces all of them when given")
+	fl.BoolVar(&f.http, "http", false, "serve the function at a public URL (an http trigger NAME-http)")
+	fl.StringVar(&f.cron, "cron", "", "run the function on a cron schedule in UTC (a trigger NAME-cron), e.g. \"*/5 * * * *\"")
+	fl.BoolVar(&f.noWait, "no-wait", false, "return once the code is uploaded, without following the build")
+	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long to follow the build before giving up")
+	return cmd
+}
+
+// runtimeNames lists the runtimes for help texts.
+func runtimeNames() string {
+	var s []string
+	for _, r := range domain.Runtimes {
+		s = append(s, string(r))
+	}
+	return strings.Join(s, ", ")
+}
+
+func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed func(string) bool, stdout, stderr io.Writer) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if f.name == "" {
+		f.name = filepath.Base(abs)
+	}
+	if err := domain.ValidateName("name", f.name); err != nil {
+		return fmt.Errorf("--name %s: %s (name it with --name)", f.name, messageOf(err))
+	}
+	env, err := parseEnv(f.env)
+	if err != nil {
+		return err
+	}
+	if f.cron != "" {
+		if _, err := domain.ParseCron(f.cron); err != nil {
+			return fmt.Errorf("--cron %q: %s", f.cron, messageOf(err))
+		}
+	}
+	zip, err := zipFunction(abs)
+	if err != nil {
+		return err
+	}
+	cl, url, err := c.client()
+	if err != nil {
+		return err
+	}
+
+	// Create the function, or update what the flags set.
+	fn, err := cl.GetFunction(ctx, f.name)
+	switch {
+	case client.IsNotFound(err):
+		if f.runtime == "" {
+			return fmt.Errorf("function %q does not exist yet: say its --runtime (%s)", f.name, runtimeNames())
+		}
+		fn, err = cl.CreateFunction(ctx, client.CreateFunctionRequest{Name: f.name, Runtime: f.runtime, Entrypoint: f.entrypoint,
+			MemoryMB: f.memory, TimeoutSec: f.timeout, EnvVars: env})
+		if err != nil {
+			return explain(err, url, "", "")
+		}
+		fmt.Fprintf(stdout, "Created function %s (%s).\n", fn.Name, fn.Runtime)
+	case err != nil:
+		return explain(err, url, "", "")
+	default:
+		var req client.UpdateFunctionRequest
+		if changed("runtime") {
+			req.Runtime = &f.runtime
+		}
+		if changed("entrypoint") {
+			req.Entrypoint = &f.entrypoint
+		}
+		if changed("memory") {
+			req.MemoryMB = &f.memory
+		}
+		if changed("timeout") {
+			req.TimeoutSec = &f.timeout
+		}
+		if changed("env") {
+			req.EnvVars = &env
+		}
+		if req != (client.UpdateFunctionRequest{}) {
+			if fn, err = cl.UpdateFunction(ctx, f.name, req); err != nil {
+				return explain(err, url, "", "")
+			}
+		}
+	}
+
+	up, err := cl.Upload(ctx, f.name, zip)
+	if err != nil {
+		return explain(err, url, "", "")
+	}
+	v := up.Version.Version
+	if up.Queued {
+		fmt.Fprintf(stdout, "Uploaded %s (%d KiB): version %d, build queued.\n", dir, (len(zip)+1023)/1024, v)
+	} else {
+		fmt.Fprintf(stdout, "Uploaded %s: unchanged, version %d.\n", dir, v)
+	}
+	httpURL, err := ensureTriggers(ctx, cl, f)
+	if err != nil {
+		return explain(err, url, "", "")
+	}
+	if f.noWait {
+		fmt.Fprintf(stdout, "Not waiting for the build: follow it with `sless fn get %s`.\n", f.name)
+		return nil
+	}
+
+	wctx, cancel := context.WithTimeoutCause(ctx, f.wait, fmt.Errorf("gave up after --wait %s", f.wait))
+	defer cancel()
+	follow := newFollower(stderr, f.name, v)
+	fn, err = cl.WaitServing(wctx, f.name, v, 250*time.Millisecond, follow.update)
+	follow.done()
+	var be *client.BuildError
+	if errors.As(err, &be) {
+		if strings.TrimSpace(be.Log) == "" {
+			return fmt.Errorf("the build of version %d of %s failed: %s", v, f.name, be.Message)
+		}
+		fmt.Fprintf(stderr, "Build log of version %d:\n%s\n", v, strings.TrimRight(be.Log, "\n"))
+		return fmt.Errorf("the build of version %d of %s failed (its log is above)", v, f.name)
+	}
+	if err != nil {
+		return explain(err, url, "", "")
+	}
+	fmt.Fprintf(stdout, "Function %s version %d is %s.\n", fn.Name, fn.ActiveVersion, fn.Phase)
+	if httpURL != "" {
+		fmt.Fprintf(stdout, "URL: %s\n", httpURL)
+	}
+	return nil
+}
+
+// parseEnv reads K=V pairs.
+func parseEnv(kvs []string) (map[string]string, error) {
+	env := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--env %q: write it as KEY=VALUE", kv)
+		}
+		env[k] = v
+	}
+	if err := domain.ValidateEnvVars(env); err != nil {
+		return nil, fmt.Errorf("--env: %s", messageOf(err))
+	}
+	return env, nil
+}
+
+// zipFunction zips dir as deploy uploads it: without what .slessignore
+// lists (nor the file itself, nor .git), and no larger than the API takes.
+func zipFunction(dir string) ([]byte, error) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: no such directory (give the directory of the function's code)", dir)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory (give the directory of the function's code)", dir)
+	}
+	ignore := gitignore.CompileIgnoreLines()
+	if lines, err := os.ReadFile(filepath.Join(dir, IgnoreFile)); err == nil {
+		ignore = gitignore.CompileIgnoreLines(strings.Split(string(lines), "\n")...)
+	} else if !os.IsNotExist(err) {
+		return nil, err
+	}
+	skip := func(rel string, isDir bool) bool {
+		if rel == IgnoreFile || rel == ".git" {
+			return true
+		}
+		return ignore.MatchesPath(rel) || isDir && ignore.MatchesPath(rel+"/")
+	}
+	zip, err := codestore.ZipDir(dir, skip)
+	if err != nil {
+		return nil, err
+	}
+	if len(zip) > maxZipBytes {
+		return nil, fmt.Errorf("the zip of %s is %.1f MiB, over the API's limit of %d MiB: leave files out with %s",
+			dir, float64(len(zip))/(1<<20), maxZipBytes>>20, IgnoreFile)
+	}
+	return zip, nil
+}
+
+// ensureTriggers makes the triggers --http and --cron ask for and returns
+// the function's http URL, if it has one.
+func ensureTriggers(ctx context.Context, cl *client.Client, f deployFlags) (string, error) {
+	url := ""
+	if f.http {
+		t, err := cl.GetTrigger(ctx, f.name+"-http")
+		switch {
+		case client.IsNotFound(err):
+			t, err = cl.CreateTrigger(ctx, client.CreateTriggerRequest{Name: f.name + "-http", Type: domain.TriggerHTTP, Function: f.name})
+		case err == nil && !t.Enabled:
+			t, err = cl.SetTriggerEnabled(ctx, t.Name, true)
+		}
+		if err != nil {
+			return "", err
+		}
+		url = t.URL
+	}
+	if f.cron != "" {
+		t, err := cl.GetTrigger(ctx, f.name+"-cron")
+		if err == nil && t.Schedule != f.cron {
+			err = cl.DeleteTrigger(ctx, t.Name) // the schedule cannot change in place
+			if err == nil {
+				err = &client.Error{Status: 404, Code: client.CodeNotFound}
+			}
+		}
+		if client.IsNotFound(err) {
+			_, err = cl.CreateTrigger(ctx, client.CreateTriggerRequest{Name: f.name + "-cron", Type: domain.TriggerCron, Function: f.name, Schedule: f.cron})
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	if url == "" {
+		trs, err := cl.ListTriggers(ctx, f.name)
+		if err != nil {
+			return "", err
+		}
+		for _, t := range trs {
+			if t.Type == domain.TriggerHTTP && t.Enabled {
+				url = t.URL
+			}
+		}
+	}
+	return url, nil
+}
+
+// follower shows a build as it goes: a spinner line with the phase and the
+// elapsed time on a terminal, a plain line per change otherwise.
+type follower struct {
+	w       io.Writer
+	bar     *progressbar.ProgressBar
+	last    string
+	start   time.Time
+	name    string
+	version int
+}
+
+func newFollower(w io.Writer, name string, v int) *follower {
+	fo := &follower{w: w, start: time.Now(), name: name, version: v}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fo.bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(w), progressbar.OptionSpinnerType(14),
+			progressbar.OptionSetElapsedTime(true), progressbar.OptionClearOnFinish(),
+			progressbar.OptionEnableColorCodes(false), progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionSetDescription(fmt.Sprintf("%s v%d: queued", name, v)))
+	}
+	return fo
+}
+
+// update takes one answer of the wait.
+func (fo *follower) update(fn *client.Function, v *client.Version) {
+	state := fmt.Sprintf("build %s, function %s", v.BuildStatus, fn.Phase)
+	if v.BuildStatus == domain.BuildStatusSucceeded && fn.ServingVersion != fo.version && fn.Phase != domain.PhaseFailed {
+		state = "built, rolling out"
+	}
+	if fo.bar != nil {
+		fo.bar.Describe(fmt.Sprintf("%s v%d: %s", fo.name, fo.version, state))
+		_ = fo.bar.Add(1)
+		return
+	}
+	if state != fo.last {
+		fmt.Fprintf(fo.w, "%s v%d: %s (%.1f s)\n", fo.name, fo.version, state, time.Since(fo.start).Seconds())
+		fo.last = state
+	}
+}
+
+// done ends the spinner.
+func (fo *follower) done() {
+	if fo.bar != nil {
+		_ = fo.bar.Finish()
+	}
+}
+
+// messageOf is the people's part of a domain error.
+func messageOf(err error) string {
+	var de *domain.Error
+	if errors.As(err, &de) {
+		return de.Message
+	}
+	return err.Error()
+}

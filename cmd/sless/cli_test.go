@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/httpapi/auth"
+	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
+	"github.com/slessio/sless/store/pgtest"
+)
+
+// TestCLIQuickStart runs `sless dev` and drives it with the client commands
+// only, as the README's quick start does: login, deploy a Python function
+// with an http trigger (following its build), invoke it, read its logs; a
+// failing build prints its log and exits non-zero; bad input is refused
+// before anything is created; rm leaves no process.
+func TestCLIQuickStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("SLESS_URL", "")
+	t.Setenv("SLESS_TOKEN", "")
+	dataDir := filepath.Join(t.TempDir(), "data")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var devOut, devErr bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"dev", "--data-dir", dataDir, "--listen", addr, "--database-url", pgtest.NewDBURL(t)}, &devOut, &devErr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Error("dev did not stop within 60 s")
+		}
+		if t.Failed() {
+			t.Logf("sless dev output:\n%s", devErr.String())
+		}
+	})
+	// The login line dev prints, as a user would copy it.
+	var login []string
+	waitFor(t, 60*time.Second, func() bool {
+		for _, l := range strings.Split(devOut.String(), "\n") {
+			if f := strings.Fields(l); len(f) == 6 && f[0] == "sless" && f[1] == "login" {
+				login = f[1:]
+			}
+		}
+		return login != nil
+	})
+	sless := func(args ...string) (string, string, error) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		err := run(ctx, args, &out, &errOut)
+		return out.String(), errOut.String(), err
+	}
+	if out, _, err := sless(login...); err != nil || !strings.Contains(out, auth.Namespace("demo")) {
+		t.Fatalf("sless %s = %q (%v)", strings.Join(login, " "), out, err)
+	}
+
+	dir := filepath.Join(t.TempDir(), "hello")
+	write := func(name, data string) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("handler.py", "def handle(event):\n    print('got', event.get('name'))\n    return {'hello': event.get('name', 'world')}\n")
+	write("secret/key.pem", "not for upload\n")
+	write(".slessignore", "secret/\n")
+	out, progress, err := sless("fn", "deploy", dir, "--runtime", "python3.11", "--http")
+	if err != nil || !strings.Contains(out, "Function hello version 1 is Ready.") || !strings.Contains(out, "URL: http://") {
+		t.Fatalf("fn deploy = %q %q (%v)", out, progress, err)
+	}
+	if !strings.Contains(progress, "hello v1: ") {
+		t.Fatalf("fn deploy did not show the build's progress: %q", progress)
+	}
+	out, _, err = sless("fn", "invoke", "hello", "--data", `{"name":"cli"}`)
+	if err != nil || strings.TrimSpace(out) != `{"hello":"cli"}` {
+		t.Fatalf("fn invoke = %q (%v)", out, err)
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		out, _, err = sless("fn", "logs", "hello")
+		return err == nil && strings.Contains(out, "http POST /") && strings.Contains(out, "| got cli")
+	})
+
+	// A failing build: its log, exit status non-zero, the old version serves on.
+	write("handler.py", "def handle(event):\n    return (\n")
+	_, progress, err = sless("fn", "deploy", dir)
+	if err == nil || !strings.Contains(err.Error(), "the build of version 2 of hello failed") || !strings.Contains(progress, "SyntaxError") {
+		t.Fatalf("failing deploy = %q (%v)", progress, err)
+	}
+	if out, _, err := sless("fn", "invoke", "hello"); err != nil || !strings.Contains(out, "world") {
+		t.Fatalf("version 1 no longer serves after a failed build: %q (%v)", out, err)
+	}
+
+	// Bad input: refused before anything is made.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fn", "deploy", filepath.Join(dir, "missing"), "--runtime", "python3.11"}, "no such directory"},
+		{[]string{"fn", "deploy", dir, "--name", "other", "--runtime", "cobol85"}, "runtime"},
+		{[]string{"fn", "deploy", dir, "--name", "other"}, "say its --runtime"},
+		{[]string{"fn", "deploy", dir, "--name", "other", "--runtime", "python3.11", "--cron", "every day"}, "--cron"},
+	} {
+		if _, _, err := sless(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("sless %s: %v; want an error saying %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+	if out, _, _ := sless("fn", "ls", "-o", "json"); strings.Contains(out, `"other"`) {
+		t.Fatalf("a refused deploy left a function behind: %s", out)
+	}
+
+	if _, _, err := sless("fn", "rm", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, func() bool { return len(sandboxtest.PIDs(dataDir)) == 0 })
+}
