@@ -15,6 +15,14 @@ import (
 	"github.com/slessio/sless/store/pgtest"
 )
 
+// handlerV1 is the first version of the quick start's function.
+const handlerV1 = `def handle(event):
+    if event.get("fail"):
+        raise ValueError("asked to fail")
+    print("got", event.get("name"))
+    return {"hello": event.get("name", "world")}
+`
+
 // TestCLIQuickStart runs `sless dev` and drives it with the client commands
 // only, as the README's quick start does: login, deploy a Python function
 // with an http trigger (following its build), invoke it, read its logs; a
@@ -80,7 +88,7 @@ func TestCLIQuickStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("handler.py", "def handle(event):\n    print('got', event.get('name'))\n    return {'hello': event.get('name', 'world')}\n")
+	write("handler.py", handlerV1)
 	write("secret/key.pem", "not for upload\n")
 	write(".slessignore", "secret/\n")
 	out, progress, err := sless("fn", "deploy", dir, "--runtime", "python3.11", "--http")
@@ -99,10 +107,63 @@ func TestCLIQuickStart(t *testing.T) {
 		return err == nil && strings.Contains(out, "http POST /") && strings.Contains(out, "| got cli")
 	})
 
+	// A second version, then back to the first without a rebuild.
+	write("handler.py", "def handle(event):\n    return {'v': 2}\n")
+	if out, _, err := sless("fn", "deploy", dir); err != nil || !strings.Contains(out, "version 2 is Ready") {
+		t.Fatalf("deploy of version 2 = %q (%v)", out, err)
+	}
+	if out, _, err := sless("fn", "invoke", "hello"); err != nil || strings.TrimSpace(out) != `{"v":2}` {
+		t.Fatalf("invoke of version 2 = %q (%v)", out, err)
+	}
+	if out, _, err := sless("fn", "versions", "hello"); err != nil || !strings.Contains(out, "Succeeded") || strings.Count(out, "\n") != 3 {
+		t.Fatalf("fn versions = %q (%v)", out, err)
+	}
+	if out, _, err := sless("fn", "rollback", "hello", "--to", "1"); err != nil || !strings.Contains(out, "version 1 is active") {
+		t.Fatalf("fn rollback = %q (%v)", out, err)
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		out, _, err := sless("fn", "invoke", "hello")
+		return err == nil && strings.Contains(out, "world")
+	})
+	if out, _, err := sless("fn", "source", "hello", "handler.py"); err != nil || out != handlerV1 {
+		t.Fatalf("fn source = %q (%v)", out, err)
+	}
+
+	// Triggers: stop and start the http one.
+	if _, _, err := sless("trigger", "disable", "hello-http"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, func() bool { // the proxy learns it from the read model
+		_, _, err := sless("fn", "invoke", "hello")
+		return err != nil && strings.Contains(err.Error(), "hello answered 503")
+	})
+	if _, _, err := sless("trigger", "enable", "hello-http"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		out, _, err := sless("fn", "invoke", "hello")
+		return err == nil && strings.Contains(out, "world")
+	})
+	if out, _, err := sless("trigger", "ls"); err != nil || !strings.Contains(out, "hello-http") || !strings.Contains(out, "true") {
+		t.Fatalf("trigger ls = %q (%v)", out, err)
+	}
+
+	// Jobs: a result, and a failure with its traceback.
+	if out, _, err := sless("job", "run", "hello", "--name", "once", "--event", `{"name":"job"}`, "--wait"); err != nil || strings.TrimSpace(out) != `{"hello": "job"}` {
+		t.Fatalf("job run = %q (%v)", out, err)
+	}
+	_, _, err = sless("job", "run", "hello", "--name", "broken", "--event", `{"fail":true}`, "--wait")
+	if err == nil || !strings.Contains(err.Error(), "job broken failed") || !strings.Contains(err.Error(), "ValueError: asked to fail") {
+		t.Fatalf("failing job: %v", err)
+	}
+	if out, _, err := sless("events", "--stream", "function/hello"); err != nil || !strings.Contains(out, "version.activated") {
+		t.Fatalf("events = %q (%v)", out, err)
+	}
+
 	// A failing build: its log, exit status non-zero, the old version serves on.
 	write("handler.py", "def handle(event):\n    return (\n")
 	_, progress, err = sless("fn", "deploy", dir)
-	if err == nil || !strings.Contains(err.Error(), "the build of version 2 of hello failed") || !strings.Contains(progress, "SyntaxError") {
+	if err == nil || !strings.Contains(err.Error(), "the build of version 3 of hello failed") || !strings.Contains(progress, "SyntaxError") {
 		t.Fatalf("failing deploy = %q (%v)", progress, err)
 	}
 	if out, _, err := sless("fn", "invoke", "hello"); err != nil || !strings.Contains(out, "world") {

@@ -14,7 +14,7 @@ import (
 
 // AddCommands adds the client commands to the root command.
 func AddCommands(root *cobra.Command) {
-	root.AddCommand(loginCommand(), fnCommand())
+	root.AddCommand(loginCommand(), fnCommand(), triggerCommand(), jobCommand(), eventsCommand())
 }
 
 // fnCommand is `sless fn`: the functions of the namespace.
@@ -29,6 +29,9 @@ func fnCommand() *cobra.Command {
 		deployCommand(c),
 		invokeCommand(c),
 		logsCommand(c),
+		versionsCommand(c),
+		rollbackCommand(c),
+		sourceCommand(c),
 		&cobra.Command{
 			Use:     "ls",
 			Short:   "List the functions (the human listing; -o json|yaml for data)",
