@@ -23,10 +23,10 @@ func jobCommand() *cobra.Command {
 	var wait bool
 	var waitFor time.Duration
 	run := &cobra.Command{
-		Use:   "run FN --name JOB [--event JSON] [--wait]",
-		Short: "Run a function once with an event; with --wait, print its result (exit 1 when it failed)",
+		Use:     "run FN --name JOB [--event JSON] [--wait]",
+		Short:   "Run a function once with an event; with --wait, print its result (exit 1 when it failed)",
 		Example: `  sless job run hello --name once --event '{"name": "sless"}' --wait`,
-		Args: cobra.ExactArgs(1),
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, url, err := c.client()
 			if err != nil {
