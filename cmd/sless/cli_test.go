@@ -160,6 +160,24 @@ func TestCLIQuickStart(t *testing.T) {
 		t.Fatalf("events = %q (%v)", out, err)
 	}
 
+	// fn init scaffolds functions that deploy with no flags (sless.yaml).
+	for _, rt := range []string{"nodejs20", "go1.23"} {
+		name := "hi-" + strings.TrimRight(strings.ReplaceAll(rt, ".", ""), "0123456789")
+		scaffold := filepath.Join(t.TempDir(), name)
+		if _, _, err := sless("fn", "init", scaffold, "--runtime", rt); err != nil {
+			t.Fatal(err)
+		}
+		if out, progress, err := sless("fn", "deploy", scaffold); err != nil || !strings.Contains(out, "version 1 is Ready") {
+			t.Fatalf("deploy of the %s scaffold = %q %q (%v)", rt, out, progress, err)
+		}
+		if out, _, err := sless("fn", "invoke", name, "--data", `{"name":"init"}`); err != nil || strings.TrimSpace(out) != `{"hello":"init"}` {
+			t.Fatalf("invoke of the %s scaffold = %q (%v)", rt, out, err)
+		}
+		if _, _, err := sless("fn", "rm", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	// A failing build: its log, exit status non-zero, the old version serves on.
 	write("handler.py", "def handle(event):\n    return (\n")
 	_, progress, err = sless("fn", "deploy", dir)

@@ -84,15 +84,22 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 	if err != nil {
 		return err
 	}
+	env, err := parseEnv(f.env)
+	if err != nil {
+		return err
+	}
+	proj, err := loadProject(abs)
+	if err != nil {
+		return err
+	}
+	proj.apply(&f, changed, &env)
+	flagChanged := changed
+	changed = func(flag string) bool { return flagChanged(flag) || proj.sets(flag) }
 	if f.name == "" {
 		f.name = filepath.Base(abs)
 	}
 	if err := domain.ValidateName("name", f.name); err != nil {
 		return fmt.Errorf("--name %s: %s (name it with --name)", f.name, messageOf(err))
-	}
-	env, err := parseEnv(f.env)
-	if err != nil {
-		return err
 	}
 	if f.cron != "" {
 		if _, err := domain.ParseCron(f.cron); err != nil {
@@ -206,7 +213,7 @@ func parseEnv(kvs []string) (map[string]string, error) {
 }
 
 // zipFunction zips dir as deploy uploads it: without what .slessignore
-// lists (nor the file itself, nor .git), and no larger than the API takes.
+// lists (nor that file, sless.yaml or .git), and no larger than the API takes.
 func zipFunction(dir string) ([]byte, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
@@ -222,7 +229,7 @@ func zipFunction(dir string) ([]byte, error) {
 		return nil, err
 	}
 	skip := func(rel string, isDir bool) bool {
-		if rel == IgnoreFile || rel == ".git" {
+		if rel == IgnoreFile || rel == ProjectFile || rel == ".git" {
 			return true
 		}
 		return ignore.MatchesPath(rel) || isDir && ignore.MatchesPath(rel+"/")

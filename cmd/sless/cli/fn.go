@@ -26,6 +26,7 @@ func fnCommand() *cobra.Command {
 	}
 	c.bind(cmd)
 	cmd.AddCommand(
+		initCommand(),
 		deployCommand(c),
 		invokeCommand(c),
 		logsCommand(c),

@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/slessio/sless/domain"
+)
+
+// ProjectFile is the file in a function's directory that says how to deploy
+// it, so that `sless fn deploy DIR` needs no flags (flags override it):
+//
+//	name: hello                # default: the directory's name
+//	runtime: python3.11        # python3.11, nodejs20 or go1.23
+//	entrypoint: handler.handle # default: the runtime's
+//	memory: 128                # MiB, 64-4096
+//	timeout: 30                # seconds, 1-900
+//	env:                       # environment variables
+//	  GREETING: hi
+//	triggers:
+//	  http: true               # a public URL (trigger NAME-http)
+//	  cron: "*/5 * * * *"      # a schedule in UTC (trigger NAME-cron)
+//
+// It is checked with the API's rules; an error names the file, the line and
+// the field.
+const ProjectFile = "sless.yaml"
+
+// project is a parsed ProjectFile.
+type project struct {
+	Name       string            `yaml:"name"`
+	Runtime    string            `yaml:"runtime"`
+	Entrypoint string            `yaml:"entrypoint"`
+	Memory     int               `yaml:"memory"`
+	Timeout    int               `yaml:"timeout"`
+	Env        map[string]string `yaml:"env"`
+	Triggers   struct {
+		HTTP bool   `yaml:"http"`
+		Cron string `yaml:"cron"`
+	} `yaml:"triggers"`
+	// set holds the fields the file sets, with their lines.
+	set map[string]int
+}
+
+// loadProject reads dir's ProjectFile; nil when there is none.
+func loadProject(dir string) (*project, error) {
+	path := filepath.Join(dir, ProjectFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := &project{set: map[string]int{}}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return p, nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(p); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err == nil && len(root.Content) == 1 {
+		walk(root.Content[0], "", p.set)
+	}
+	return p, p.validate(path)
+}
+
+// walk records the line of every key of a mapping, by dotted path.
+func walk(n *yaml.Node, prefix string, lines map[string]int) {
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := prefix + n.Content[i].Value
+		lines[key] = n.Content[i].Line
+		walk(n.Content[i+1], key+".", lines)
+	}
+}
+
+// validate checks the file with the API's rules.
+func (p *project) validate(path string) error {
+	fail := func(field string, err error) error {
+		return fmt.Errorf("%s:%d: %s: %s", path, p.set[field], field, messageOf(err))
+	}
+	if _, ok := p.set["name"]; ok {
+		if err := domain.ValidateName("name", p.Name); err != nil {
+			return fail("name", err)
+		}
+	}
+	if _, ok := p.set["runtime"]; ok {
+		rt, err := domain.ParseRuntime(p.Runtime)
+		if err != nil {
+			return fail("runtime", err)
+		}
+		if _, ok := p.set["entrypoint"]; ok {
+			if err := domain.ValidateEntrypoint(rt, p.Entrypoint); err != nil {
+				return fail("entrypoint", err)
+			}
+		}
+	}
+	if _, ok := p.set["memory"]; ok && (p.Memory < domain.MinMemoryMB || p.Memory > domain.MaxMemoryMB) {
+		return fail("memory", fmt.Errorf("must be between %d and %d (MiB), not %d", domain.MinMemoryMB, domain.MaxMemoryMB, p.Memory))
+	}
+	if _, ok := p.set["timeout"]; ok && (p.Timeout < domain.MinTimeoutSec || p.Timeout > domain.MaxTimeoutSec) {
+		return fail("timeout", fmt.Errorf("must be between %d and %d (seconds), not %d", domain.MinTimeoutSec, domain.MaxTimeoutSec, p.Timeout))
+	}
+	if err := domain.ValidateEnvVars(p.Env); err != nil {
+		return fail("env", err)
+	}
+	if _, ok := p.set["triggers.cron"]; ok {
+		if _, err := domain.ParseCron(p.Triggers.Cron); err != nil {
+			return fail("triggers.cron", err)
+		}
+	}
+	return nil
+}
+
+// apply fills the deploy flags the command line left unset from p.
+func (p *project) apply(f *deployFlags, changed func(string) bool, env *map[string]string) {
+	if p == nil {
+		return
+	}
+	str := func(flag, field string, dst *string, v string) {
+		if _, ok := p.set[field]; ok && !changed(flag) {
+			*dst = v
+		}
+	}
+	str("name", "name", &f.name, p.Name)
+	str("runtime", "runtime", &f.runtime, p.Runtime)
+	str("entrypoint", "entrypoint", &f.entrypoint, p.Entrypoint)
+	str("cron", "triggers.cron", &f.cron, p.Triggers.Cron)
+	if _, ok := p.set["memory"]; ok && !changed("memory") {
+		f.memory = p.Memory
+	}
+	if _, ok := p.set["timeout"]; ok && !changed("timeout") {
+		f.timeout = p.Timeout
+	}
+	if _, ok := p.set["triggers.http"]; ok && !changed("http") {
+		f.http = p.Triggers.HTTP
+	}
+	if _, ok := p.set["env"]; ok && !changed("env") {
+		*env = p.Env
+	}
+}
+
+// sets reports whether p sets the field a flag stands for.
+func (p *project) sets(flag string) bool {
+	if p == nil {
+		return false
+	}
+	field := map[string]string{"http": "triggers.http", "cron": "triggers.cron"}[flag]
+	if field == "" {
+		field = flag
+	}
+	_, ok := p.set[field]
+	return ok
+}

@@ -1,0 +1,60 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestProjectFileErrorsNameFileLineField: a bad sless.yaml is refused
+// before anything is sent, naming the file, the line and the field.
+func TestProjectFileErrorsNameFileLineField(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	for _, c := range []struct{ yaml, want string }{
+		{"name: hello\nruntime: cobol85\n", "sless.yaml:2: runtime: "},
+		{"name: Hello_World\n", "sless.yaml:1: name: "},
+		{"runtime: python3.11\nmemory: 10\n", "sless.yaml:2: memory: must be between 64 and 4096"},
+		{"runtime: python3.11\ntriggers:\n  cron: every day\n", "sless.yaml:3: triggers.cron: "},
+		{"runtime: python3.11\nentrypoint: nodot\n", "sless.yaml:2: entrypoint: "},
+		{"runtime: python3.11\nenv:\n  1BAD: x\n", "sless.yaml:2: env: "},
+		{"runtime: python3.11\nmemroy: 128\n", "line 2: field memroy not found"},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "handler.py"), []byte("def handle(e):\n    return 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "sless.yaml"), []byte(c.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := sless(t, "fn", "deploy", dir, "--url", "http://127.0.0.1:1", "--token", "x.y.z")
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Join(dir, "sless.yaml")) {
+			t.Errorf("%q: %v; want an error naming the file and %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+// TestInitScaffolds: fn init writes a handler in the runtime's shape, a
+// sless.yaml that deploy accepts and a .slessignore; it refuses a directory
+// that is not empty and an unknown runtime.
+func TestInitScaffolds(t *testing.T) {
+	base := t.TempDir()
+	for rt, file := range map[string]string{"python3.11": "handler.py", "nodejs20": "index.js", "go1.23": "handler.go"} {
+		dir := filepath.Join(base, strings.ReplaceAll(strings.ReplaceAll(rt, ".", ""), "python", "py"))
+		out, err := sless(t, "fn", "init", dir, "--runtime", rt)
+		if err != nil || !strings.Contains(out, "sless fn deploy "+dir) {
+			t.Fatalf("init %s = %q (%v)", rt, out, err)
+		}
+		for _, f := range []string{file, "sless.yaml", ".slessignore"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Errorf("init %s wrote no %s: %v", rt, f, err)
+			}
+		}
+		if _, err := sless(t, "fn", "init", dir, "--runtime", rt); err == nil || !strings.Contains(err.Error(), "not empty") {
+			t.Errorf("init into a non-empty directory: %v", err)
+		}
+	}
+	if _, err := sless(t, "fn", "init", filepath.Join(base, "x"), "--runtime", "cobol85"); err == nil || !strings.Contains(err.Error(), "--runtime") {
+		t.Errorf("init with an unknown runtime: %v", err)
+	}
+}
