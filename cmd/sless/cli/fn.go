@@ -48,6 +48,9 @@ func fnCommand() *cobra.Command {
 					if err != nil {
 						return explain(err, url, "", "")
 					}
+					if !strings.HasSuffix(text, "\n") {
+						text += "\n"
+					}
 					_, err = io.WriteString(cmd.OutOrStdout(), text)
 					return err
 				}

@@ -60,6 +60,9 @@ func logsCommand(c *conn) *cobra.Command {
 				}
 				return nil
 			}
+			if len(page.Invocations) == 0 && !follow {
+				fmt.Fprintf(cmd.ErrOrStderr(), "No invocations of %s yet (the log is written within about a second of a call; --follow waits for them).\n", name)
+			}
 			if err := show(page.Invocations); err != nil {
 				return err
 			}
