@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
-	"github.com/slessio/sless/store/pgtest"
 )
 
 // handlerV1 is the first version of the quick start's function.
@@ -35,34 +33,12 @@ func TestCLIQuickStart(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	t.Setenv("SLESS_URL", "")
 	t.Setenv("SLESS_TOKEN", "")
-	dataDir := filepath.Join(t.TempDir(), "data")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	var devOut, devErr bytes.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"dev", "--data-dir", dataDir, "--listen", addr, "--database-url", pgtest.NewDBURL(t)}, &devOut, &devErr)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			t.Error("dev did not stop within 60 s")
-		}
-		if t.Failed() {
-			t.Logf("sless dev output:\n%s", devErr.String())
-		}
-	})
+	dev := startDev(t)
+	dataDir, ctx := dev.dataDir, context.Background()
 	// The login line dev prints, as a user would copy it.
 	var login []string
 	waitFor(t, 60*time.Second, func() bool {
-		for _, l := range strings.Split(devOut.String(), "\n") {
+		for _, l := range strings.Split(dev.stdout.String(), "\n") {
 			if f := strings.Fields(l); len(f) == 6 && f[0] == "sless" && f[1] == "login" {
 				login = f[1:]
 			}

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"github.com/slessio/sless/httpapi/client"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/codestore/ziptest"
-	"github.com/slessio/sless/store/pgtest"
 )
 
 // TestDevEndToEnd runs the platform as `sless dev` does (embedded S3, local
@@ -28,28 +25,11 @@ func TestDevEndToEnd(t *testing.T) {
 		t.Skip("end to end")
 	}
 	t.Parallel()
-	dataDir := filepath.Join(t.TempDir(), "data")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	dev := startDev(t)
+	dataDir := dev.dataDir
+	ctx := context.Background()
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"dev", "--data-dir", dataDir, "--listen", addr, "--database-url", pgtest.NewDBURL(t)}, &stdout, &stderr)
-	}()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sless output:\n%s", stderr.String())
-		}
-	})
-
-	base := "http://" + addr
+	base := dev.base
 	waitFor(t, 60*time.Second, func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
@@ -157,14 +137,8 @@ func TestDevEndToEnd(t *testing.T) {
 		}
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("dev exited with %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("dev did not stop within 60s")
+	if err := dev.stop(); err != nil {
+		t.Fatalf("dev exited with %v", err)
 	}
 	if len(sandboxtest.PIDs(dataDir)) > 0 {
 		t.Fatal("a function process outlived sless dev")

@@ -89,3 +89,14 @@ func explain(err error, url, what, list string) error {
 	}
 	return err
 }
+
+// runE makes a command's RunE that resolves the API client first.
+func (c *conn) runE(run func(cmd *cobra.Command, args []string, cl *client.Client, url string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		cl, url, err := c.client()
+		if err != nil {
+			return err
+		}
+		return run(cmd, args, cl, url)
+	}
+}

@@ -21,11 +21,7 @@ func eventsCommand() *cobra.Command {
 		Example: `  sless events --limit 20
   sless events --stream function/hello --follow`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, _ []string, cl *client.Client, url string) error {
 			ctx, w := cmd.Context(), cmd.OutOrStdout()
 			q := client.EventQuery{Stream: stream, Limit: limit}
 			page, err := cl.ListEvents(ctx, q)
@@ -49,7 +45,7 @@ func eventsCommand() *cobra.Command {
 					return explain(err, url, "", "")
 				}
 			}
-		},
+		}),
 	}
 	c.bind(cmd)
 	cmd.Flags().StringVar(&stream, "stream", "", "only one stream: function/NAME, trigger/NAME, job/NAME or namespace/")

@@ -38,11 +38,7 @@ func fnCommand() *cobra.Command {
 			Short:   "List the functions (the human listing; -o json|yaml for data)",
 			Example: "  sless fn ls\n  sless fn ls -o json",
 			Args:    cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				cl, url, err := c.client()
-				if err != nil {
-					return err
-				}
+			RunE: c.runE(func(cmd *cobra.Command, _ []string, cl *client.Client, url string) error {
 				if c.output == "" || c.output == "text" {
 					text, err := cl.FunctionListing(cmd.Context())
 					if err != nil {
@@ -59,41 +55,33 @@ func fnCommand() *cobra.Command {
 					return explain(err, url, "", "")
 				}
 				return c.print(cmd.OutOrStdout(), fns, nil)
-			},
+			}),
 		},
 		&cobra.Command{
 			Use:     "get NAME",
 			Short:   "Show a function: configuration, phase, versions",
 			Example: "  sless fn get hello\n  sless fn get hello -o yaml",
 			Args:    cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				cl, url, err := c.client()
-				if err != nil {
-					return err
-				}
+			RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 				fn, err := cl.GetFunction(cmd.Context(), args[0])
 				if err != nil {
 					return explain(err, url, fmt.Sprintf("function %q", args[0]), "sless fn ls")
 				}
 				return c.print(cmd.OutOrStdout(), fn, func(w io.Writer) error { return writeFunction(w, fn) })
-			},
+			}),
 		},
 		&cobra.Command{
 			Use:     "rm NAME",
 			Short:   "Delete a function with its versions and triggers (its jobs stay)",
 			Example: "  sless fn rm hello",
 			Args:    cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				cl, url, err := c.client()
-				if err != nil {
-					return err
-				}
+			RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 				if err := cl.DeleteFunction(cmd.Context(), args[0]); err != nil {
 					return explain(err, url, fmt.Sprintf("function %q", args[0]), "sless fn ls")
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Deleted function %s.\n", args[0])
 				return nil
-			},
+			}),
 		},
 	)
 	return cmd

@@ -31,11 +31,7 @@ when the answer's status is 400 or more.`,
   sless fn invoke hello --data @event.json -v
   echo '{}' | sless fn invoke hello --data - --path /items -H 'X-Trace: 1'`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			body, err := readData(data, cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -86,7 +82,7 @@ when the answer's status is 400 or more.`,
 				return fmt.Errorf("%s answered %d %s", args[0], resp.StatusCode, http.StatusText(resp.StatusCode))
 			}
 			return nil
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&data, "data", "d", "", "request body: JSON text, @FILE, or - for standard input")

@@ -20,18 +20,13 @@ func jobCommand() *cobra.Command {
 	c.bind(cmd)
 	notFound := func(name string) string { return fmt.Sprintf("job %q", name) }
 	var name, event string
-	var wait bool
-	var waitFor time.Duration
+	var runWait, rerunWait waitFlags
 	run := &cobra.Command{
 		Use:     "run FN --name JOB [--event JSON] [--wait]",
 		Short:   "Run a function once with an event; with --wait, print its result (exit 1 when it failed)",
 		Example: `  sless job run hello --name once --event '{"name": "sless"}' --wait`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			if name == "" {
 				return fmt.Errorf("--name is required: the job's name (run it again with sless job rerun NAME)")
 			}
@@ -46,24 +41,17 @@ func jobCommand() *cobra.Command {
 			if err != nil {
 				return explain(err, url, "", "")
 			}
-			return c.finish(cmd, cl, url, j, wait, waitFor)
-		},
+			return c.finish(cmd, cl, url, j, runWait)
+		}),
 	}
 	run.Flags().StringVar(&name, "name", "", "the job's name (required)")
 	run.Flags().StringVar(&event, "event", "", "the event, as JSON (default {})")
-	run.Flags().BoolVar(&wait, "wait", false, "wait for the run and print its result")
-	run.Flags().DurationVar(&waitFor, "wait-timeout", 10*time.Minute, "how long --wait waits")
+	runWait.bind(run)
 
-	var rwait bool
-	var rwaitFor time.Duration
 	rerun := &cobra.Command{
 		Use: "rerun NAME", Short: "Run a job again (raises its run_id)", Args: cobra.ExactArgs(1),
 		Example: "  sless job rerun once --wait",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			j, err := cl.GetJob(cmd.Context(), args[0])
 			if err != nil {
 				return explain(err, url, notFound(args[0]), "sless job ls")
@@ -71,36 +59,27 @@ func jobCommand() *cobra.Command {
 			if j, err = cl.SetJobRunID(cmd.Context(), args[0], j.RunID+1); err != nil {
 				return explain(err, url, notFound(args[0]), "sless job ls")
 			}
-			return c.finish(cmd, cl, url, j, rwait, rwaitFor)
-		},
+			return c.finish(cmd, cl, url, j, rerunWait)
+		}),
 	}
-	rerun.Flags().BoolVar(&rwait, "wait", false, "wait for the run and print its result")
-	rerun.Flags().DurationVar(&rwaitFor, "wait-timeout", 10*time.Minute, "how long --wait waits")
+	rerunWait.bind(rerun)
 
 	var of string
 	ls := &cobra.Command{
 		Use: "ls", Short: "List the jobs (--function to see one function's)", Args: cobra.NoArgs, Example: "  sless job ls",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, _ []string, cl *client.Client, url string) error {
 			js, err := cl.ListJobs(cmd.Context(), of)
 			if err != nil {
 				return explain(err, url, "", "")
 			}
 			return c.print(cmd.OutOrStdout(), js, func(w io.Writer) error { return writeJobs(w, js) })
-		},
+		}),
 	}
 	ls.Flags().StringVar(&of, "function", "", "only this function's jobs")
 	get := &cobra.Command{
 		Use: "get NAME", Short: "Show a job: its latest run's phase, result or error, and output", Args: cobra.ExactArgs(1),
 		Example: "  sless job get once",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			j, err := cl.GetJob(cmd.Context(), args[0])
 			if err != nil {
 				return explain(err, url, notFound(args[0]), "sless job ls")
@@ -114,30 +93,38 @@ func jobCommand() *cobra.Command {
 				}
 				return nil
 			})
-		},
+		}),
 	}
 	rm := &cobra.Command{
 		Use: "rm NAME", Short: "Delete a job (its unfinished run is cancelled)", Args: cobra.ExactArgs(1), Example: "  sless job rm once",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			if err := cl.DeleteJob(cmd.Context(), args[0]); err != nil {
 				return explain(err, url, notFound(args[0]), "sless job ls")
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted job %s.\n", args[0])
 			return nil
-		},
+		}),
 	}
 	cmd.AddCommand(run, rerun, ls, get, rm)
 	return cmd
 }
 
+// waitFlags are --wait and --wait-timeout of the commands that run a job.
+type waitFlags struct {
+	wait    bool
+	timeout time.Duration
+}
+
+func (w *waitFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&w.wait, "wait", false, "wait for the run and print its result")
+	cmd.Flags().DurationVar(&w.timeout, "wait-timeout", 10*time.Minute, "how long --wait waits")
+}
+
 // finish reports a job run just asked for: at once, or with wait its
 // outcome (exit status 1 when it failed, with its error text).
-func (c *conn) finish(cmd *cobra.Command, cl *client.Client, url string, j *client.Job, wait bool, timeout time.Duration) error {
-	if !wait {
+func (c *conn) finish(cmd *cobra.Command, cl *client.Client, url string, j *client.Job, w waitFlags) error {
+	timeout := w.timeout
+	if !w.wait {
 		fmt.Fprintf(cmd.OutOrStdout(), "Job %s: run %d requested (sless job get %s shows its result).\n", j.Name, j.RunID, j.Name)
 		return nil
 	}

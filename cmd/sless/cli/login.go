@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/slessio/sless/httpapi/client"
 )
 
 // loginCommand is `sless login`: check the token against the API, then keep
@@ -18,11 +20,7 @@ the URL and the token to the config file (mode 0600): $XDG_CONFIG_HOME/sless/con
 by default ~/.config/sless/config.yaml. The namespace comes from the token.`,
 		Example: "  sless login --url http://localhost:8080 --token eyJhbGciOi...",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, _ []string, cl *client.Client, url string) error {
 			ns, err := cl.EnsureNamespace(cmd.Context())
 			if err != nil {
 				return explain(err, url, "", "")
@@ -34,7 +32,7 @@ by default ~/.config/sless/config.yaml. The namespace comes from the token.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Logged in to %s, namespace %s (saved in %s).\n", url, ns.Namespace, p)
 			return nil
-		},
+		}),
 	}
 	c.bind(cmd)
 	return cmd

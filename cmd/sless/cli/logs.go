@@ -25,11 +25,7 @@ func logsCommand(c *conn) *cobra.Command {
   sless fn logs hello --since 1h --status 5xx
   sless fn logs hello --follow`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			ctx, name, w := cmd.Context(), args[0], cmd.OutOrStdout()
 			q := client.InvocationQuery{Status: status, Limit: limit}
 			if since > 0 {
@@ -81,7 +77,7 @@ func logsCommand(c *conn) *cobra.Command {
 				}
 			}
 			return nil
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&since, "since", 0, "only invocations started this long ago or later, e.g. 1h")

@@ -24,18 +24,14 @@ func triggerCommand() *cobra.Command {
 		Example: `  sless trigger create hello-http --function hello --type http
   sless trigger create nightly --function report --type cron --schedule "0 3 * * *"`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			t, err := cl.CreateTrigger(cmd.Context(), client.CreateTriggerRequest{Name: args[0], Type: domain.TriggerType(typ),
 				Function: function, Schedule: schedule, Enabled: client.Ptr(!disabled)})
 			if err != nil {
 				return explain(err, url, "", "")
 			}
 			return c.print(cmd.OutOrStdout(), t, func(w io.Writer) error { return writeTriggers(w, []client.Trigger{*t}) })
-		},
+		}),
 	}
 	create.Flags().StringVar(&typ, "type", "http", "http or cron")
 	create.Flags().StringVar(&function, "function", "", "the function the trigger runs (required)")
@@ -47,64 +43,48 @@ func triggerCommand() *cobra.Command {
 	ls := &cobra.Command{
 		Use: "ls", Short: "List the triggers (--function to see one function's)", Args: cobra.NoArgs,
 		Example: "  sless trigger ls --function hello",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, _ []string, cl *client.Client, url string) error {
 			ts, err := cl.ListTriggers(cmd.Context(), of)
 			if err != nil {
 				return explain(err, url, "", "")
 			}
 			return c.print(cmd.OutOrStdout(), ts, func(w io.Writer) error { return writeTriggers(w, ts) })
-		},
+		}),
 	}
 	ls.Flags().StringVar(&of, "function", "", "only this function's triggers")
 
 	get := &cobra.Command{
 		Use: "get NAME", Short: "Show a trigger", Args: cobra.ExactArgs(1), Example: "  sless trigger get hello-http",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			t, err := cl.GetTrigger(cmd.Context(), args[0])
 			if err != nil {
 				return explain(err, url, notFound(args[0]), "sless trigger ls")
 			}
 			return c.print(cmd.OutOrStdout(), t, func(w io.Writer) error { return writeTriggers(w, []client.Trigger{*t}) })
-		},
+		}),
 	}
 	enable := func(use string, on bool, short string) *cobra.Command {
 		return &cobra.Command{
 			Use: use + " NAME", Short: short, Args: cobra.ExactArgs(1), Example: "  sless trigger " + use + " hello-http",
-			RunE: func(cmd *cobra.Command, args []string) error {
-				cl, url, err := c.client()
-				if err != nil {
-					return err
-				}
+			RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 				t, err := cl.SetTriggerEnabled(cmd.Context(), args[0], on)
 				if err != nil {
 					return explain(err, url, notFound(args[0]), "sless trigger ls")
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Trigger %s is %s.\n", t.Name, map[bool]string{true: "enabled", false: "disabled"}[t.Enabled])
 				return nil
-			},
+			}),
 		}
 	}
 	rm := &cobra.Command{
 		Use: "rm NAME", Short: "Delete a trigger", Args: cobra.ExactArgs(1), Example: "  sless trigger rm hello-http",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			if err := cl.DeleteTrigger(cmd.Context(), args[0]); err != nil {
 				return explain(err, url, notFound(args[0]), "sless trigger ls")
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted trigger %s.\n", args[0])
 			return nil
-		},
+		}),
 	}
 	cmd.AddCommand(create, ls, get, enable("enable", true, "Start a trigger (an http function serves again, a schedule resumes)"),
 		enable("disable", false, "Stop a trigger without deleting it (an http function scales to zero)"), rm)

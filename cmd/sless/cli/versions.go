@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/slessio/sless/httpapi/client"
 )
 
 func versionsCommand(c *conn) *cobra.Command {
@@ -18,11 +20,7 @@ func versionsCommand(c *conn) *cobra.Command {
 		Short:   "List a function's versions (digest, build status, built at) and activations",
 		Example: "  sless fn versions hello",
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			l, err := cl.ListVersions(cmd.Context(), args[0])
 			if err != nil {
 				return explain(err, url, fmt.Sprintf("function %q", args[0]), "sless fn ls")
@@ -43,7 +41,7 @@ func versionsCommand(c *conn) *cobra.Command {
 				}
 				return tw.Flush()
 			})
-		},
+		}),
 	}
 }
 
@@ -54,11 +52,7 @@ func rollbackCommand(c *conn) *cobra.Command {
 		Short:   "Activate a built version again, without a rebuild",
 		Example: "  sless fn rollback hello --to 1",
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			res, err := cl.Rollback(cmd.Context(), args[0], to)
 			if err != nil {
 				return explain(err, url, fmt.Sprintf("function %q or its version %d", args[0], to), "sless fn versions "+args[0])
@@ -69,7 +63,7 @@ func rollbackCommand(c *conn) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Function %s: version %d is active.\n", res.Name, res.ActiveVersion)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().IntVar(&to, "to", 0, "the version to activate (required)")
 	_ = cmd.MarkFlagRequired("to")
@@ -85,11 +79,7 @@ func sourceCommand(c *conn) *cobra.Command {
 		Example: `  sless fn source hello handler.py
   sless fn source hello --version 1 --out ./hello-v1`,
 		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, url, err := c.client()
-			if err != nil {
-				return err
-			}
+		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			src, err := cl.Source(cmd.Context(), args[0], version)
 			if err != nil {
 				return explain(err, url, fmt.Sprintf("the code of function %q", args[0]), "sless fn versions "+args[0])
@@ -133,7 +123,7 @@ func sourceCommand(c *conn) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Wrote %d files of version %d to %s.\n", len(src.Files), src.Version, out)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().IntVar(&version, "version", 0, "the version (default: the active one)")
 	cmd.Flags().StringVar(&out, "out", "", "write every file into this directory")

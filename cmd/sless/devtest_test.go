@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/store/pgtest"
+)
+
+// devServer is `sless dev` run in the test's process, on a free port, a
+// data dir of its own and a pgtest database.
+type devServer struct {
+	base    string // http://127.0.0.1:port
+	dataDir string
+	stdout  *lockedBuffer
+	stderr  *lockedBuffer
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// startDev starts `sless dev` for t; it is stopped when t ends (stop stops
+// it earlier and returns how it exited).
+func startDev(t *testing.T) *devServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &devServer{base: "http://" + addr, dataDir: filepath.Join(t.TempDir(), "data"),
+		stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		d.done <- run(ctx, []string{"dev", "--data-dir", d.dataDir, "--listen", addr, "--database-url", pgtest.NewDBURL(t)}, d.stdout, d.stderr)
+	}()
+	t.Cleanup(func() {
+		if err := d.stop(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Logf("sless dev output:\n%s", d.stderr.String())
+		}
+	})
+	return d
+}
+
+// stop stops dev and returns its error, or one saying it did not stop.
+func (d *devServer) stop() error {
+	d.cancel()
+	select {
+	case err := <-d.done:
+		d.done <- err // a second stop sees the same
+		return err
+	case <-time.After(60 * time.Second):
+		return context.DeadlineExceeded
+	}
+}
+
+// lockedBuffer is a bytes.Buffer written by dev while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
