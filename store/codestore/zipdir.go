@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -76,15 +77,7 @@ func ZipDir(dir string, skip func(rel string, isDir bool) bool) ([]byte, error) 
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("%s has no files to upload", dir)
 	}
-	slices.SortFunc(entries, func(a, b entry) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	for _, e := range entries {
