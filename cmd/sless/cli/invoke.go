@@ -65,7 +65,7 @@ when the answer's status is 400 or more.`,
 				req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 			}
 			start := time.Now()
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := invokeClient.Do(req)
 			if err != nil {
 				return explain(err, url, "", "")
 			}
@@ -92,6 +92,9 @@ when the answer's status is 400 or more.`,
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print the status, duration, version and cold start too")
 	return cmd
 }
+
+// invokeClient passes a function's redirect back instead of following it.
+var invokeClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // readData reads --data: text, @file or - (standard input); nil without it.
 func readData(data string, stdin io.Reader) ([]byte, error) {
