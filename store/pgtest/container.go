@@ -96,3 +96,8 @@ func dockerAnswers(ctx context.Context) (err error) {
 	}
 	return nil
 }
+
+// DockerAnswers reports whether a Docker engine answers testcontainers (nil)
+// within a few seconds, for tests that start containers of their own with
+// the same fallback as pgtest's.
+func DockerAnswers(ctx context.Context) error { return dockerAnswers(ctx) }
