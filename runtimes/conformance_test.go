@@ -115,6 +115,15 @@ type serverCase struct {
 	check   func(t *testing.T, fx fixture, got exchange)
 }
 
+// binaryBody holds every byte value: not UTF-8.
+var binaryBody = func() []byte {
+	b := make([]byte, 512)
+	for i := range b {
+		b[i] = byte(255 - i%256)
+	}
+	return b
+}()
+
 func text(s string) func() io.Reader { return func() io.Reader { return strings.NewReader(s) } }
 
 func wantBody(want string) func(*testing.T, fixture, exchange) {
@@ -172,6 +181,18 @@ var serverCases = []serverCase{
 			event := got.event(t)
 			wantEqual(t, "body", event["body"], "title=a+b&x=1")
 			wantEqual(t, "_headers.content-type", event["_headers"].(map[string]any)["content-type"], "application/x-www-form-urlencoded")
+		},
+	},
+	{
+		// A body that is not UTF-8 text (an image, a zip) arrives intact, in
+		// base64, marked by _body_base64; text stays text.
+		name: "binary_body_is_base64", method: "POST", target: "/echo",
+		header: http.Header{"Content-Type": {"application/octet-stream"}}, body: func() io.Reader { return bytes.NewReader(binaryBody) },
+		status: 200, ctype: jsonType,
+		check: func(t *testing.T, _ fixture, got exchange) {
+			event := got.event(t)
+			wantEqual(t, "_body_base64", event["_body_base64"], true)
+			wantEqual(t, "body", event["body"], base64.StdEncoding.EncodeToString(binaryBody))
 		},
 	},
 	{

@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // slessFunc is the signature of a user function.
@@ -233,8 +234,8 @@ func slessLogValue(data []byte, over bool) string {
 	return base64.StdEncoding.EncodeToString(data)
 }
 
-// slessEvent builds the event of one request: a JSON object body, or {"body": text},
-// plus the _ keys. Values are what json.Unmarshal would produce, as in job mode.
+// slessEvent builds the event of one request: a JSON object body, or {"body": text}
+// (a body that is not UTF-8: {"body": base64, "_body_base64": true}), plus the _ keys. Values are what json.Unmarshal would produce, as in job mode.
 func slessEvent(r *http.Request, raw []byte) map[string]any {
 	var event map[string]any
 	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
@@ -244,8 +245,13 @@ func slessEvent(r *http.Request, raw []byte) map[string]any {
 	}
 	if event == nil {
 		event = map[string]any{}
-		if len(raw) > 0 {
-			event["body"] = strings.ToValidUTF8(string(raw), "\uFFFD")
+		switch {
+		case len(raw) == 0:
+		case utf8.Valid(raw):
+			event["body"] = string(raw)
+		default:
+			event["body"] = base64.StdEncoding.EncodeToString(raw)
+			event["_body_base64"] = true
 		}
 	}
 	headers := map[string]any{}

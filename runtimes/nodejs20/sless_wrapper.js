@@ -15,6 +15,7 @@ const http = require('node:http')
 const path = require('node:path')
 const { pathToFileURL } = require('node:url')
 const { AsyncLocalStorage } = require('node:async_hooks')
+const { isUtf8 } = require('node:buffer')
 
 const HEALTH_PATH = '/_sless/health'
 const LOG_HEADER = 'X-Sless-Log'
@@ -136,7 +137,8 @@ function firstNonSpace (buf) {
   return -1
 }
 
-// makeEvent builds the event of one request: a JSON object body, or {body: text}, plus _ keys.
+// makeEvent builds the event of one request: a JSON object body, or {body: text}
+// (a body that is not UTF-8: {body: base64, _body_base64: true}), plus _ keys.
 function makeEvent (req, urlPath, query, raw) {
   let event = null
   if (firstNonSpace(raw) === 0x7b) { // '{'
@@ -145,7 +147,11 @@ function makeEvent (req, urlPath, query, raw) {
       if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) event = parsed
     } catch {}
   }
-  if (event === null) event = raw.length ? { body: raw.toString('utf8') } : {}
+  if (event === null) {
+    if (!raw.length) event = {}
+    else if (isUtf8(raw)) event = { body: raw.toString('utf8') }
+    else event = { body: raw.toString('base64'), _body_base64: true }
+  }
   const headers = {}
   for (const [name, values] of Object.entries(req.headersDistinct)) put(headers, name, values.join(', '))
   const params = {}

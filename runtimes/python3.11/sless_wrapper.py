@@ -139,7 +139,8 @@ def _fail_load(entrypoint, exc):
 
 
 def _event(method, path, query, headers, raw):
-    """Builds the event of one request: a JSON object body, or {"body": text}, plus _ keys."""
+    """Builds the event of one request: a JSON object body, or {"body": text}
+    (a body that is not UTF-8: {"body": base64, "_body_base64": True}), plus _ keys."""
     event = None
     if JSON_OBJECT_START.match(raw):
         try:
@@ -149,7 +150,12 @@ def _event(method, path, query, headers, raw):
         if isinstance(parsed, dict):
             event = parsed
     if event is None:
-        event = {"body": raw.decode("utf-8", "replace")} if raw else {}
+        event = {}
+        if raw:
+            try:
+                event = {"body": raw.decode("utf-8")}
+            except UnicodeDecodeError:
+                event = {"body": base64.b64encode(raw).decode("ascii"), "_body_base64": True}
     names = {}
     for name, value in headers.items():
         name = name.lower()

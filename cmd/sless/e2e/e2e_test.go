@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -137,10 +139,18 @@ func TestEndToEnd(t *testing.T) {
 	if resp, body := answer("POST", "/form", "application/x-www-form-urlencoded", "a=1&b=two"); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &echo) != nil || echo.Body != "a=1&b=two" {
 		t.Fatalf("form POST = %d %s", resp.StatusCode, body)
 	}
-	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB of text
-	var size struct{ Size int }
-	if resp, body := answer("POST", "/size", "text/plain", big); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &size) != nil || size.Size != len(big) {
-		t.Fatalf("1 MiB POST = %d %.200s", resp.StatusCode, body)
+	binary := make([]byte, 1<<20) // 1 MiB that is not UTF-8
+	if _, err := rand.Read(binary); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(binary)
+	var got struct {
+		Size   int
+		SHA256 string
+	}
+	if resp, body := answer("POST", "/sha256", "application/octet-stream", string(binary)); resp.StatusCode != 200 ||
+		json.Unmarshal([]byte(body), &got) != nil || got.Size != len(binary) || got.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("1 MiB binary POST = %d %.200s; want size %d and sha256 %x", resp.StatusCode, body, len(binary), sum)
 	}
 	if resp, _ := answer("GET", "/redirect", "", ""); resp.StatusCode != 302 || resp.Header.Get("Location") != "/elsewhere" {
 		t.Fatalf("redirect = %d %q", resp.StatusCode, resp.Header.Get("Location"))
@@ -261,15 +271,21 @@ func TestEndToEnd(t *testing.T) {
 }
 
 // echoV1 answers with what it got, and fails or redirects when asked.
-const echoV1 = `def handle(event):
+const echoV1 = `import base64
+import hashlib
+
+
+def handle(event):
     if event.get("fail"):
         raise ValueError("asked to fail")
     path = event.get("_path", "")
     print("echo", path)
     if path == "/redirect":
         return {"statusCode": 302, "headers": {"Location": "/elsewhere"}, "body": ""}
-    if path == "/size":
-        return {"size": len(event.get("body", ""))}
+    if path == "/sha256":
+        body = event.get("body", "")
+        data = base64.b64decode(body) if event.get("_body_base64") else body.encode()
+        return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     return {"method": event.get("_method"), "path": path, "body": event.get("body"), "name": event.get("name")}
 `
 
