@@ -23,6 +23,10 @@ func fnCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fn",
 		Short: "Manage the functions of your namespace",
+		Example: `  sless fn init hello --runtime python3.11
+  sless fn deploy hello
+  sless fn invoke hello --data '{"name": "sless"}'
+  sless fn logs hello --follow`,
 	}
 	c.bind(cmd)
 	cmd.AddCommand(

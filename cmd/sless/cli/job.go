@@ -16,7 +16,8 @@ import (
 
 func jobCommand() *cobra.Command {
 	c := &conn{}
-	cmd := &cobra.Command{Use: "job", Short: "Run functions once, as jobs, and see their results"}
+	cmd := &cobra.Command{Use: "job", Short: "Run functions once, as jobs, and see their results",
+		Example: "  sless job run hello --name once --event '{\"name\": \"job\"}' --wait\n  sless job rerun once --wait"}
 	c.bind(cmd)
 	notFound := func(name string) string { return fmt.Sprintf("job %q", name) }
 	var name, event string

@@ -13,7 +13,8 @@ import (
 
 func triggerCommand() *cobra.Command {
 	c := &conn{}
-	cmd := &cobra.Command{Use: "trigger", Short: "Manage the http and cron triggers of your functions"}
+	cmd := &cobra.Command{Use: "trigger", Short: "Manage the http and cron triggers of your functions",
+		Example: "  sless trigger ls\n  sless trigger disable hello-http"}
 	c.bind(cmd)
 	notFound := func(name string) string { return fmt.Sprintf("trigger %q", name) }
 	var typ, function, schedule string
