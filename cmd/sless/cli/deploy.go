@@ -189,7 +189,7 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 	if err != nil {
 		return explain(err, url, "", "")
 	}
-	fmt.Fprintf(stdout, "Function %s version %d is %s.\n", fn.Name, fn.ActiveVersion, fn.Phase)
+	fmt.Fprintf(stdout, "Function %s version %d is %s.\n", fn.Name, fn.ActiveVersion, colour(stdout, string(fn.Phase)))
 	if httpURL != "" {
 		fmt.Fprintf(stdout, "URL: %s\n", httpURL)
 	}

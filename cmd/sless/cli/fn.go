@@ -106,7 +106,7 @@ func writeFunction(w io.Writer, fn *client.Function) error {
 		{"name", fn.Name},
 		{"runtime", fn.Runtime},
 		{"entrypoint", fn.Entrypoint},
-		{"phase", string(fn.Phase)},
+		{"phase", colour(w, string(fn.Phase))},
 		{"message", fn.Message},
 		{"active version", fmt.Sprint(fn.ActiveVersion)},
 		{"serving version", fmt.Sprint(fn.ServingVersion)},

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 
+	"golang.org/x/term"
 	"sigs.k8s.io/yaml"
 )
 
@@ -34,4 +36,22 @@ func (c *conn) print(w io.Writer, v any, text func(io.Writer) error) error {
 func sorted(s []string) []string {
 	slices.Sort(s)
 	return s
+}
+
+// colour paints a phase for a terminal: green Ready and Succeeded, red
+// Failed, yellow the rest; plain text when w is not a terminal or NO_COLOR
+// is set (https://no-color.org).
+func colour(w io.Writer, phase string) string {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" || !term.IsTerminal(int(f.Fd())) {
+		return phase
+	}
+	code := "33"
+	switch phase {
+	case "Ready", "Succeeded":
+		code = "32"
+	case "Failed":
+		code = "31"
+	}
+	return "\x1b[" + code + "m" + phase + "\x1b[0m"
 }
