@@ -18,7 +18,15 @@ const (
 	ERATELIMITED   = "RATE_LIMITED"  // too many requests (429)
 	EUNAVAILABLE   = "UNAVAILABLE"   // a dependency is down or not ready (503)
 	EINTERNAL      = "INTERNAL"      // a bug or an unexpected failure (500)
+	// The transport's own: the router's and the function proxy's.
+	EMETHOD     = "METHOD_NOT_ALLOWED" // the path exists with other methods (405)
+	ETIMEOUT    = "TIMEOUT"            // the function did not answer within its timeout (504)
+	EBADGATEWAY = "BAD_GATEWAY"        // the function did not answer at all (502)
 )
+
+// ErrorCodes lists every code, for the tables that map them (httpapi/wire).
+var ErrorCodes = []string{EINVALID, EUNPROCESSABLE, ENOTFOUND, ECONFLICT, EFORBIDDEN, EUNAUTHORIZED,
+	ETOOLARGE, ERATELIMITED, EUNAVAILABLE, EINTERNAL, EMETHOD, ETIMEOUT, EBADGATEWAY}
 
 // Error is the one error type of sless: a code for machines, a message for people.
 // Field, when set, names the request field the message is about.

@@ -9,51 +9,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 )
 
-// codeMethodNotAllowed is the one error code that is not a domain code: only
-// the router can tell that a path exists with other methods.
-const codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
-
-// statusOf is the single table from domain error codes to HTTP statuses.
-var statusOf = map[string]int{
-	domain.EINVALID:       http.StatusBadRequest,
-	domain.EUNAUTHORIZED:  http.StatusUnauthorized,
-	domain.EFORBIDDEN:     http.StatusForbidden,
-	domain.ENOTFOUND:      http.StatusNotFound,
-	codeMethodNotAllowed:  http.StatusMethodNotAllowed,
-	domain.ECONFLICT:      http.StatusConflict,
-	domain.ETOOLARGE:      http.StatusRequestEntityTooLarge,
-	domain.EUNPROCESSABLE: http.StatusUnprocessableEntity,
-	domain.ERATELIMITED:   http.StatusTooManyRequests,
-	domain.EINTERNAL:      http.StatusInternalServerError,
-	domain.EUNAVAILABLE:   http.StatusServiceUnavailable,
-}
-
-// codeOfStatus maps the statuses Echo itself produces back to codes.
-var codeOfStatus = map[int]string{
-	http.StatusBadRequest:            domain.EINVALID,
-	http.StatusUnauthorized:          domain.EUNAUTHORIZED,
-	http.StatusForbidden:             domain.EFORBIDDEN,
-	http.StatusNotFound:              domain.ENOTFOUND,
-	http.StatusMethodNotAllowed:      codeMethodNotAllowed,
-	http.StatusConflict:              domain.ECONFLICT,
-	http.StatusRequestEntityTooLarge: domain.ETOOLARGE,
-	http.StatusUnprocessableEntity:   domain.EUNPROCESSABLE,
-	http.StatusTooManyRequests:       domain.ERATELIMITED,
-	http.StatusServiceUnavailable:    domain.EUNAVAILABLE,
-}
-
-// errorBody is the one JSON error shape: {"error": {"code", "message", "field"?}}.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
+// errorDetail is what an error answer says (the API's one error shape,
+// wire.Error, holds it).
+type errorDetail = wire.ErrorDetail
 
 // handleError is Echo's HTTPErrorHandler: it renders every error — domain
 // errors from handlers, Echo's own (unknown route, wrong method, body limit)
@@ -67,10 +28,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return // the client went away; nobody reads an answer
 	}
 	d := s.errorDetail(err, c)
-	status := statusOf[d.Code]
-	if status == 0 {
-		status = http.StatusInternalServerError
-	}
+	status := wire.StatusOf(d.Code)
 	if status == http.StatusUnauthorized {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="sless"`)
 	}
@@ -78,7 +36,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		_ = c.NoContent(status)
 		return
 	}
-	_ = c.JSON(status, errorBody{Error: d})
+	_ = c.JSON(status, wire.Error{Error: d})
 }
 
 // errorDetail turns err into the code, message and field a client sees.
@@ -93,7 +51,7 @@ func (s *Server) errorDetail(err error, c echo.Context) errorDetail {
 		return errorDetail{Code: domain.ETOOLARGE, Message: fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit)}
 	}
 	code := domain.ErrorCode(err)
-	if code == domain.EINTERNAL || statusOf[code] == 0 {
+	if code == domain.EINTERNAL || wire.StatusOf(code) == http.StatusInternalServerError {
 		s.log.ErrorContext(req.Context(), "internal error", "method", req.Method, "path", req.URL.Path,
 			"request_id", requestIDOf(c), "err", err)
 		return errorDetail{Code: domain.EINTERNAL, Message: "internal error; the request id identifies it in the server log"}
@@ -108,8 +66,8 @@ func (s *Server) errorDetail(err error, c echo.Context) errorDetail {
 
 // echoErrorDetail renders the router's and Echo's own errors.
 func echoErrorDetail(he *echo.HTTPError, req *http.Request) errorDetail {
-	code, ok := codeOfStatus[he.Code]
-	if !ok {
+	code := wire.CodeOf(he.Code)
+	if code == "" {
 		code = domain.EINTERNAL
 	}
 	msg := fmt.Sprint(he.Message)

@@ -110,7 +110,7 @@ type obj = map[string]any
 // buildOpenAPI renders routes as an OpenAPI 3.0 document.
 func buildOpenAPI(routes []apiRoute) obj {
 	sg := &schemaGen{schemas: obj{}}
-	errRef := sg.ref(reflect.TypeOf(errorBody{}))
+	errRef := sg.ref(reflect.TypeOf(wire.Error{}))
 	paths := obj{}
 	for _, r := range routes {
 		p := openAPIPath(r.Path)
@@ -298,11 +298,8 @@ func describe(s obj, d string) obj {
 
 // schemaName is the component name of a struct: its own name for the wire
 // types (wire.Function → Function), without the View suffix of the server's
-// own (healthView → Health), and Error for errorBody.
+// own (healthView → Health).
 func schemaName(t reflect.Type) string {
 	n := strings.TrimSuffix(t.Name(), "View")
-	if n == "errorBody" {
-		n = "Error"
-	}
 	return strings.ToUpper(n[:1]) + n[1:]
 }

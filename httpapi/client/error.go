@@ -12,19 +12,22 @@ import (
 	"github.com/slessio/sless/domain"
 )
 
-// Error codes of the API (domain/error.go), besides the router's own.
+// Error codes of the API and the function proxy (domain/error.go; their
+// statuses are wire.StatusOf's).
 const (
 	CodeInvalid          = domain.EINVALID       // 400
 	CodeUnauthorized     = domain.EUNAUTHORIZED  // 401
 	CodeForbidden        = domain.EFORBIDDEN     // 403
 	CodeNotFound         = domain.ENOTFOUND      // 404
-	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"  // 405
+	CodeMethodNotAllowed = domain.EMETHOD        // 405
 	CodeConflict         = domain.ECONFLICT      // 409
 	CodeTooLarge         = domain.ETOOLARGE      // 413
 	CodeUnprocessable    = domain.EUNPROCESSABLE // 422
 	CodeRateLimited      = domain.ERATELIMITED   // 429
 	CodeInternal         = domain.EINTERNAL      // 500
 	CodeUnavailable      = domain.EUNAVAILABLE   // 503
+	CodeBadGateway       = domain.EBADGATEWAY    // 502, from a function's /fn URL
+	CodeTimeout          = domain.ETIMEOUT       // 504, from a function's /fn URL
 )
 
 // maxErrorBody bounds how much of an error answer is read.

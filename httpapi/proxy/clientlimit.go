@@ -140,7 +140,7 @@ func (p *Proxy) rateLimited(w http.ResponseWriter, wait time.Duration) {
 	p.metrics.proxyErrors.WithLabelValues("client_rate").Inc()
 	secs := retryAfter(wait)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeError(w, http.StatusTooManyRequests, errClientRate)
+	writeError(w, errClientRate)
 }
 
 // retryAfter is a wait in whole seconds, at least 1.

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/store"
 )
 
@@ -89,7 +90,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	k, sub, err := splitPath(r.URL.EscapedPath())
 	if err != nil {
-		p.reject(w, r, "bad_request", http.StatusBadRequest, err)
+		p.reject(w, r, "bad_request", err)
 		return
 	}
 	e := p.routes.get(k)
@@ -98,7 +99,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cfg = e.cfg.Load()
 	}
 	if cfg == nil || cfg.HTTPTriggers == 0 {
-		p.reject(w, r, "not_found", http.StatusNotFound,
+		p.reject(w, r, "not_found",
 			domain.Errorf(domain.ENOTFOUND, "no function %q with an http trigger in namespace %q", k.name, k.ns))
 		return
 	}
@@ -110,13 +111,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	switch {
 	case !cfg.HTTPEnabled:
-		p.refuse(rec, r, c, "disabled", http.StatusServiceUnavailable, domain.Errorf(domain.EUNAVAILABLE, "the http trigger of function %q is disabled", k.name))
+		p.refuse(rec, r, c, "disabled", domain.Errorf(domain.EUNAVAILABLE, "the http trigger of function %q is disabled", k.name))
 		return
 	case cfg.target == nil && !startable(cfg):
-		p.refuse(rec, r, c, "not_ready", http.StatusServiceUnavailable, notReady(cfg))
+		p.refuse(rec, r, c, "not_ready", notReady(cfg))
 		return
 	case r.ContentLength > p.cfg.MaxBodyBytes:
-		p.refuse(rec, r, c, "too_large", http.StatusRequestEntityTooLarge, tooLarge(p.cfg.MaxBodyBytes))
+		p.refuse(rec, r, c, "too_large", tooLarge(p.cfg.MaxBodyBytes))
 		return
 	}
 
@@ -125,7 +126,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := e.inflight.Add(1)
 	defer p.release(e)
 	if limit := p.maxConcurrency(cfg); limit > 0 && n > int64(limit) {
-		p.refuse(rec, r, c, "concurrency", http.StatusTooManyRequests,
+		p.refuse(rec, r, c, "concurrency",
 			domain.Errorf(domain.ERATELIMITED, "function %q is serving its limit of %d requests at once", k.name, limit))
 		return
 	}
@@ -143,7 +144,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.metrics.proxyErrors.WithLabelValues("client_gone").Inc()
 			return
 		}
-		p.refuse(rec, r, c, "unavailable", http.StatusServiceUnavailable, err)
+		p.refuse(rec, r, c, "unavailable", unavailable(err))
 		return
 	}
 	p.metrics.inflight.Add(1)
@@ -179,9 +180,9 @@ func (p *Proxy) maxConcurrency(cfg *routeCfg) int {
 
 // refuse answers a request of a known function that is not forwarded,
 // counting the body it came with for the record (see refusedBody).
-func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, c *call, reason string, status int, err error) {
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, c *call, reason string, err error) {
 	c.bytesIn = p.refusedBody(r)
-	p.fail(w, c, reason, status, err)
+	p.fail(w, c, reason, err)
 }
 
 // refusedBody is the size of the body of a request refused before
@@ -325,6 +326,15 @@ type hidden struct {
 func (h *hidden) Error() string { return h.public.Error() }
 func (h *hidden) Unwrap() error { return h.public }
 
+// unavailable is err as the 503 of a function that could not be started:
+// its message stays, its detail goes to the record.
+func unavailable(err error) error {
+	if domain.ErrorCode(err) == domain.EUNAVAILABLE {
+		return err
+	}
+	return &hidden{public: domain.Errorf(domain.EUNAVAILABLE, "%s", domain.ErrorMessage(err)), detail: recordText(err)}
+}
+
 // recordText is the error of an answer as the invocation record keeps it.
 func recordText(err error) string {
 	var h *hidden
@@ -434,39 +444,34 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.Is(context.Cause(r.Context()), errTimeout):
-		p.fail(w, c, "timeout", http.StatusGatewayTimeout, domain.Errorf(codeTimeout, "%v", timeoutError(c.timeout)))
+		p.fail(w, c, "timeout", domain.Errorf(domain.ETIMEOUT, "%v", timeoutError(c.timeout)))
 	case errors.As(err, &mbe) || c.body != nil && c.body.n > c.body.limit:
-		p.fail(w, c, "too_large", http.StatusRequestEntityTooLarge, tooLarge(p.cfg.MaxBodyBytes))
+		p.fail(w, c, "too_large", tooLarge(p.cfg.MaxBodyBytes))
 	case r.Context().Err() != nil:
 		c.status, c.errText = statusClientGone, "the client went away"
 		p.metrics.proxyErrors.WithLabelValues("client_gone").Inc()
 	default:
 		p.log.Warn("function did not answer", "function", c.e.key.String(), "error", err)
-		p.fail(w, c, "upstream", http.StatusBadGateway, domain.Errorf(codeBadGateway, "the function did not answer"))
+		p.fail(w, c, "upstream", domain.Errorf(domain.EBADGATEWAY, "the function did not answer"))
 	}
 }
 
-// Error codes of the proxy's own answers that have no domain code.
-const (
-	codeTimeout    = "TIMEOUT"     // 504
-	codeBadGateway = "BAD_GATEWAY" // 502
-)
-
-func (p *Proxy) fail(w http.ResponseWriter, c *call, reason string, status int, err error) {
-	c.status, c.errText = status, recordText(err)
+func (p *Proxy) fail(w http.ResponseWriter, c *call, reason string, err error) {
+	c.status, c.errText = wire.StatusOf(domain.ErrorCode(err)), recordText(err)
 	p.metrics.proxyErrors.WithLabelValues(reason).Inc()
-	writeError(w, status, err)
+	writeError(w, err)
 }
 
 // reject answers a request that concerns no known function; nothing is recorded.
-func (p *Proxy) reject(w http.ResponseWriter, r *http.Request, reason string, status int, err error) {
+func (p *Proxy) reject(w http.ResponseWriter, r *http.Request, reason string, err error) {
 	p.metrics.proxyErrors.WithLabelValues(reason).Inc()
-	writeError(w, status, err)
+	writeError(w, err)
 }
 
 // writeError writes the API's error shape, {"error": {"code", "message"}}.
-func writeError(w http.ResponseWriter, status int, err error) {
+func writeError(w http.ResponseWriter, err error) {
 	code := domain.ErrorCode(err)
+	status := wire.StatusOf(code)
 	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": domain.ErrorMessage(err)}})
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
