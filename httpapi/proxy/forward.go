@@ -256,11 +256,9 @@ func decodeLog(v string) string {
 }
 
 // splitPath parses /fn/{ns}/{name}[/rest] from an escaped path. Namespace
-// and name must be exactly valid (domain.ValidateNamespace, ValidateName:
-// lower-case DNS labels, hence no escapes, dots or '@'): anything else is
-// EINVALID, so no request path can choose where the proxy connects. The
-// checks are written out rather than regular expressions: they run on every
-// request.
+// and name must be exactly valid (domain.IsNamespace, IsName: lower-case
+// DNS labels, hence no escapes, dots or '@'): anything else is EINVALID, so
+// no request path can choose where the proxy connects.
 func splitPath(escaped string) (fnKey, string, error) {
 	rest, ok := strings.CutPrefix(escaped, Prefix)
 	if !ok {
@@ -268,40 +266,13 @@ func splitPath(escaped string) (fnKey, string, error) {
 	}
 	ns, rest, _ := strings.Cut(rest, "/")
 	name, sub, _ := strings.Cut(rest, "/")
-	if !isNamespace(ns) {
+	if !domain.IsNamespace(ns) {
 		return fnKey{}, "", domain.Errorf(domain.EINVALID, "%q is not a namespace", ns)
 	}
-	if !isName(name) {
+	if !domain.IsName(name) {
 		return fnKey{}, "", domain.Errorf(domain.EINVALID, "%q is not a function name", name)
 	}
 	return fnKey{ns, name}, "/" + sub, nil
-}
-
-// isNamespace is domain.ValidateNamespace: "sless-" and 16 lower-case hex digits.
-func isNamespace(s string) bool {
-	hex, ok := strings.CutPrefix(s, "sless-")
-	if !ok || len(hex) != 16 {
-		return false
-	}
-	for i := 0; i < len(hex); i++ {
-		if c := hex[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// isName is domain.ValidateName: a DNS-1123 label of at most 63 characters.
-func isName(s string) bool {
-	if s == "" || len(s) > domain.MaxNameLength || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // notReady is the 503 of a function that cannot serve: its phase, for the
