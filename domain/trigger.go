@@ -11,6 +11,11 @@ const (
 	TriggerCron TriggerType = "cron" // run on a 5-field cron schedule, UTC
 )
 
+// TriggerTypes lists every trigger type: code that does something per type
+// switches over all of them (tests walk this list), so a new type cannot
+// silently take another's branch.
+func TriggerTypes() []TriggerType { return []TriggerType{TriggerHTTP, TriggerCron} }
+
 // Trigger is the aggregate of one trigger, folded from its stream.
 // Enabled is what the user asked for; Active is what the driver reports.
 type Trigger struct {

@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"fmt"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -151,10 +152,19 @@ func TriggerJobs(t domain.Trigger, events []domain.Event) []river.InsertManyPara
 	if !changed {
 		return nil
 	}
-	if t.Type == domain.TriggerCron {
-		return []river.InsertManyParams{job(ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name})}
+	typ, function := t.Type, t.Function
+	for _, ev := range events {
+		if c, ok := ev.(domain.TriggerCreated); ok { // t may be the state before it
+			typ, function = c.Type, c.Function
+		}
 	}
-	return []river.InsertManyParams{job(RolloutArgs{Namespace: t.Namespace, Function: t.Function})}
+	switch typ {
+	case domain.TriggerCron:
+		return []river.InsertManyParams{job(ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name})}
+	case domain.TriggerHTTP:
+		return []river.InsertManyParams{job(RolloutArgs{Namespace: t.Namespace, Function: function})}
+	}
+	panic(fmt.Sprintf("workers.TriggerJobs: trigger type %q has no job: add it here", typ))
 }
 
 // RunJobs returns a run for every run requested by events, about to be
