@@ -63,6 +63,20 @@ func (s *Store) Execute(ctx context.Context, meta Metadata, fn func(tx *Tx) erro
 	return nil, err
 }
 
+// Fold applies stored events to agg, in order.
+//
+// Errors: EINTERNAL (an undecodable event).
+func Fold(evs []Event, agg Aggregate) error {
+	for _, ev := range evs {
+		de, err := domain.DecodeEvent(ev.Type, ev.Data)
+		if err != nil {
+			return err
+		}
+		agg.Apply(de)
+	}
+	return nil
+}
+
 // Load folds the stream into agg and remembers its version for Append.
 //
 // Errors: EUNAVAILABLE, EINTERNAL (an undecodable event).
@@ -71,12 +85,8 @@ func (t *Tx) Load(ctx context.Context, streamID string, agg Aggregate) error {
 	if err != nil {
 		return err
 	}
-	for _, ev := range evs {
-		de, err := domain.DecodeEvent(ev.Type, ev.Data)
-		if err != nil {
-			return err
-		}
-		agg.Apply(de)
+	if err := Fold(evs, agg); err != nil {
+		return err
 	}
 	t.versions[streamID] = int64(len(evs))
 	if len(evs) > 0 {

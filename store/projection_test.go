@@ -244,9 +244,8 @@ func TestProjectionsMatchDomainFold(t *testing.T) {
 		}
 		full := domain.NewFunction(p.ns, name)
 		evs, _ := p.ReadStream(ctx, domain.FunctionStream(p.ns, name), 1)
-		for _, ev := range evs {
-			de, _ := domain.DecodeEvent(ev.Type, ev.Data)
-			full.Apply(de)
+		if err := store.Fold(evs, full); err != nil {
+			t.Fatal(err)
 		}
 		if len(vs) != len(full.Versions) {
 			t.Fatalf("%s: %d versions in read model, %d in domain", name, len(vs), len(full.Versions))

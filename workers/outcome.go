@@ -38,14 +38,7 @@ func (w *Workers) read(ctx context.Context, streamID string, agg store.Aggregate
 	if err != nil {
 		return err
 	}
-	for _, ev := range evs {
-		de, err := domain.DecodeEvent(ev.Type, ev.Data)
-		if err != nil {
-			return err
-		}
-		agg.Apply(de)
-	}
-	return nil
+	return store.Fold(evs, agg)
 }
 
 // giveUp reports whether a driver error is the outcome rather than a reason
