@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -72,4 +73,29 @@ func (t *Tx) Requeue(ctx context.Context, args river.JobArgs) (bool, error) {
 		return false, err
 	}
 	return len(res) == 1 && !res[0].UniqueSkippedAsDuplicate, nil
+}
+
+// TriggerRef names a trigger of a namespace.
+type TriggerRef struct{ Namespace, Trigger string }
+
+// LatestSlots returns, for each trigger with jobs of kind that River still
+// keeps, the latest of their args' slot (a timestamp): the cron slots
+// enqueued already. Jobs of kind must carry "namespace", "trigger" and "slot"
+// in their args.
+//
+// Errors: EUNAVAILABLE.
+func (s *Store) LatestSlots(ctx context.Context, kind string) (map[TriggerRef]time.Time, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT args->>'namespace', args->>'trigger', max((args->>'slot')::timestamptz)
+		FROM river_job WHERE kind = $1 GROUP BY 1, 2`, kind)
+	out := map[TriggerRef]time.Time{}
+	var k TriggerRef
+	var slot time.Time
+	_, err := pgx.ForEachRow(rows, []any{&k.Namespace, &k.Trigger, &slot}, func() error {
+		out[k] = slot.UTC()
+		return nil
+	})
+	if err != nil {
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "read the latest slots of %s jobs: %v", kind, err)
+	}
+	return out, nil
 }

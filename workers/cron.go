@@ -155,17 +155,13 @@ func latest(ts ...time.Time) time.Time {
 // lastFired returns the latest slot enqueued for each trigger, from the
 // cron_run jobs River still keeps.
 func (w *Workers) lastFired(ctx context.Context) (map[triggerKey]time.Time, error) {
-	rows, _ := w.pool.Query(ctx, `SELECT args->>'namespace', args->>'trigger', max((args->>'slot')::timestamptz)
-		FROM river_job WHERE kind = $1 GROUP BY 1, 2`, CronRunArgs{}.Kind())
-	out := map[triggerKey]time.Time{}
-	var k triggerKey
-	var slot time.Time
-	_, err := pgx.ForEachRow(rows, []any{&k.ns, &k.name, &slot}, func() error {
-		out[k] = slot.UTC()
-		return nil
-	})
+	slots, err := w.store.LatestSlots(ctx, CronRunArgs{}.Kind())
 	if err != nil {
-		return nil, domain.Errorf(domain.EUNAVAILABLE, "cron: read fired slots: %v", err)
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "cron: %s", domain.ErrorMessage(err))
+	}
+	out := make(map[triggerKey]time.Time, len(slots))
+	for ref, slot := range slots {
+		out[triggerKey{ref.Namespace, ref.Trigger}] = slot
 	}
 	return out, nil
 }
