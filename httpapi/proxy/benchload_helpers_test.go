@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -62,10 +63,26 @@ func TestProcAccounting(t *testing.T) {
 	if pids := withChildren(os.Getpid()); !slices.Contains(pids, child.Process.Pid) || pids[0] != os.Getpid() {
 		t.Fatalf("withChildren = %v, want this process and %d", pids, child.Process.Pid)
 	}
+	// Spin until the kernel's own rusage says this process used 100 ms of
+	// CPU (wall time would not do on a loaded machine), then /proc must
+	// count about as much.
 	before := cpuTicks([]int{os.Getpid()})
-	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
+	start := processCPU(t)
+	for deadline := time.Now().Add(30 * time.Second); processCPU(t)-start < 100*time.Millisecond; {
+		if time.Now().After(deadline) {
+			t.Fatal("could not spend 100 ms of CPU in 30 s")
+		}
 	}
 	if spent := cpuTicks([]int{os.Getpid()}) - before; spent < 5 {
-		t.Fatalf("100 ms of spinning counted %d ticks", spent)
+		t.Fatalf("100 ms of CPU counted %d ticks", spent)
 	}
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
