@@ -1,18 +1,17 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/httpapi"
+	"github.com/slessio/sless/internal/testutil"
 )
 
 func TestEnsureIsIdempotent(t *testing.T) {
@@ -217,7 +216,7 @@ func TestDeleteFunctionRemovesItsTriggersAndQueuesCleanup(t *testing.T) {
 
 func TestInternalErrorsAreLoggedAndHidden(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	f := setup(t, func(c *httpapi.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	// Later parts add routes through Echo(); their errors take the same path.
 	f.api.Echo().GET("/v1/boom", func(echo.Context) error {
@@ -236,24 +235,6 @@ func TestInternalErrorsAreLoggedAndHidden(t *testing.T) {
 	if strings.Contains(out, "ghost") {
 		t.Fatalf("a 404 was logged:\n%s", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestRetrySafeIsAFunctionSetting(t *testing.T) {

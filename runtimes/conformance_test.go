@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/runtimes"
 )
 
@@ -537,7 +538,7 @@ func testCheck(t *testing.T, fx fixture) {
 			case err == nil:
 				t.Fatalf("Check passed code that cannot load; output:\n%s", out)
 			default:
-				wantCode(t, err, domain.EUNPROCESSABLE)
+				testutil.RequireCode(t, err, domain.EUNPROCESSABLE)
 				if !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("Check error does not say %q: %v", c.want, err)
 				}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/runtimes"
 )
 
@@ -35,13 +36,6 @@ func emptyInstallDir(t *testing.T) string {
 	return dir
 }
 
-func wantCode(t *testing.T, err error, code string) {
-	t.Helper()
-	if got := domain.ErrorCode(err); got != code {
-		t.Errorf("error %v has code %q, want %q", err, got, code)
-	}
-}
-
 func TestNamesAndLookup(t *testing.T) {
 	t.Parallel()
 	if got, want := runtimes.Names(), []string{"go1.23", "nodejs20", "python3.11"}; !reflect.DeepEqual(got, want) {
@@ -53,7 +47,7 @@ func TestNamesAndLookup(t *testing.T) {
 		}
 	}
 	_, err := runtimes.Lookup("ruby3")
-	wantCode(t, err, domain.EINVALID)
+	testutil.RequireCode(t, err, domain.EINVALID)
 }
 
 func TestInstallValidatesEntrypoint(t *testing.T) {
@@ -83,7 +77,7 @@ func TestInstallValidatesEntrypoint(t *testing.T) {
 			t.Errorf("%s Install(%q): %v", c.runtime, c.entrypoint, err)
 		}
 		if !c.ok {
-			wantCode(t, err, domain.EINVALID)
+			testutil.RequireCode(t, err, domain.EINVALID)
 		}
 	}
 }
@@ -92,7 +86,7 @@ func TestInstallNeedsFunctionDir(t *testing.T) {
 	t.Parallel()
 	for _, name := range runtimes.Names() {
 		err := mustLookup(t, name).Install(t.TempDir(), "Handle")
-		wantCode(t, err, domain.EUNPROCESSABLE)
+		testutil.RequireCode(t, err, domain.EUNPROCESSABLE)
 	}
 }
 
@@ -156,13 +150,13 @@ func TestCommand(t *testing.T) {
 	for _, name := range runtimes.Names() {
 		rt := mustLookup(t, name)
 		_, err := rt.Command(emptyInstallDir(t), runtimes.ModeServer)
-		wantCode(t, err, domain.EUNPROCESSABLE) // not installed (Go: not built)
+		testutil.RequireCode(t, err, domain.EUNPROCESSABLE) // not installed (Go: not built)
 	}
 
 	dir := mustPrepare(t, "python3.11", "handler", "handler.handle")
 	rt := mustLookup(t, "python3.11")
 	_, err := rt.Command(dir, "daemon")
-	wantCode(t, err, domain.EINVALID)
+	testutil.RequireCode(t, err, domain.EINVALID)
 
 	spec, err := rt.Command(dir, runtimes.ModeJob)
 	if err != nil {
@@ -219,10 +213,10 @@ func TestBuildFailsReadably(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := rt.Build(context.Background(), dir, runtimes.BuildOptions{})
-	wantCode(t, err, domain.EUNPROCESSABLE)
+	testutil.RequireCode(t, err, domain.EUNPROCESSABLE)
 
 	_, err = mustLookup(t, "go1.23").Build(context.Background(), emptyInstallDir(t), runtimes.BuildOptions{})
-	wantCode(t, err, domain.EUNPROCESSABLE) // not installed
+	testutil.RequireCode(t, err, domain.EUNPROCESSABLE) // not installed
 }
 
 func TestImageContext(t *testing.T) {

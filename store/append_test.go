@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 )
 
@@ -20,7 +21,7 @@ func TestAppendAndReadStream(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	ns := uniqueNS(t)
+	ns := testutil.UniqueNS(t)
 	id := stream(ns, "hello")
 	meta := store.Metadata{Actor: "alice", RequestID: "req-1", CausationID: "job-7"}
 
@@ -91,14 +92,14 @@ func TestAppendWrongExpectedVersionConflicts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	id := stream(uniqueNS(t), "f")
+	id := stream(testutil.UniqueNS(t), "f")
 	ev := []store.NewEvent{{Type: "function.created", Data: map[string]string{}}}
 	if _, err := s.Append(ctx, id, 0, ev, store.Metadata{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, expected := range []int64{0, 2, 7} {
 		_, err := s.Append(ctx, id, expected, ev, store.Metadata{})
-		requireCode(t, err, domain.ECONFLICT)
+		testutil.RequireCode(t, err, domain.ECONFLICT)
 		if msg := domain.ErrorMessage(err); !strings.Contains(msg, "at version 1") {
 			t.Errorf("expected %d: message %q does not say the stream is at version 1", expected, msg)
 		}
@@ -112,7 +113,7 @@ func TestAppendRejectsBadArguments(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	id := stream(uniqueNS(t), "f")
+	id := stream(testutil.UniqueNS(t), "f")
 	ok := []store.NewEvent{{Type: "x", Data: 1}}
 	for name, call := range map[string]func() error{
 		"empty stream":     func() error { _, err := s.Append(ctx, "", 0, ok, store.Metadata{}); return err },
@@ -123,7 +124,7 @@ func TestAppendRejectsBadArguments(t *testing.T) {
 			return err
 		},
 	} {
-		t.Run(name, func(t *testing.T) { requireCode(t, call(), domain.EINVALID) })
+		t.Run(name, func(t *testing.T) { testutil.RequireCode(t, call(), domain.EINVALID) })
 	}
 	if v, _ := s.StreamVersion(ctx, id); v != 0 {
 		t.Fatalf("stream at version %d after rejected appends, want 0", v)
@@ -136,7 +137,7 @@ func TestConcurrentAppendsAtSameVersion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	id := stream(uniqueNS(t), "race")
+	id := stream(testutil.UniqueNS(t), "race")
 	const writers = 20
 	start := make(chan struct{})
 	errs := make([]error, writers)
@@ -155,7 +156,7 @@ func TestConcurrentAppendsAtSameVersion(t *testing.T) {
 			wins++
 			continue
 		}
-		requireCode(t, err, domain.ECONFLICT)
+		testutil.RequireCode(t, err, domain.ECONFLICT)
 	}
 	if wins != 1 {
 		t.Fatalf("%d writers won version 1, want exactly 1", wins)
@@ -172,7 +173,7 @@ func TestConcurrentAppendsTakeEachVersionOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	id := stream(uniqueNS(t), "counter")
+	id := stream(testutil.UniqueNS(t), "counter")
 	const writers, each = 20, 5
 	type mark struct{ Writer, Seq int }
 	var (

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -36,7 +37,7 @@ func BenchmarkAppend(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ns := uniqueNS(b)
+	ns := testutil.UniqueNS(b)
 	plain, withJob := stream(ns, "plain"), stream(ns, "with-job")
 	events := []store.NewEvent{{Type: "function.updated", Data: data}}
 	meta := store.Metadata{Actor: "bench", RequestID: "req"}

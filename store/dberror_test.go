@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 )
 
@@ -31,7 +32,7 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	_, _, allErr := s.ReadAll(ctx, store.Cursor{}, 10)
 	txErr := s.InTx(ctx, func(pgx.Tx) error { return nil })
 	for name, err := range map[string]error{"Append": appendErr, "ReadStream": readErr, "ReadAll": allErr, "InTx": txErr} {
-		requireCode(t, err, domain.EUNAVAILABLE)
+		testutil.RequireCode(t, err, domain.EUNAVAILABLE)
 		if msg := domain.ErrorMessage(err); strings.Contains(msg, "127.0.0.1") {
 			t.Errorf("%s: client message %q leaks the address", name, msg)
 		}

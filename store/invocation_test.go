@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -53,7 +54,7 @@ func TestInvocationLogPagesEveryRecordOnceNewestFirst(t *testing.T) {
 	ctx := context.Background()
 	s := setup(t)
 	w := s.NewInvocationWriter(store.InvocationWriterOptions{BatchSize: 300, Logger: discardLogger()})
-	ns, fn := "sless-"+uniqueNS(t)[1:]+"00000000", "fn"
+	ns, fn := "sless-"+testutil.UniqueNS(t)[1:]+"00000000", "fn"
 	// 3,000 invocations over three days; groups of three share a microsecond,
 	// so the id must break ties for the cursor.
 	base := time.Now().UTC().Truncate(time.Microsecond).Add(-50 * time.Hour)
@@ -116,13 +117,13 @@ func TestInvocationLogPagesEveryRecordOnceNewestFirst(t *testing.T) {
 			t.Fatalf("get %s: %+v", id, got)
 		}
 		_, err = s.GetInvocation(ctx, ns, "other", id)
-		requireCode(t, err, domain.ENOTFOUND)
+		testutil.RequireCode(t, err, domain.ENOTFOUND)
 		break
 	}
 	_, err := s.GetInvocation(ctx, ns, fn, store.NewInvocationID(time.Now()))
-	requireCode(t, err, domain.ENOTFOUND)
+	testutil.RequireCode(t, err, domain.ENOTFOUND)
 	_, err = s.ListInvocations(ctx, store.InvocationQuery{Namespace: ns, Function: fn, Cursor: "bm9wZQ"})
-	requireCode(t, err, domain.EINVALID)
+	testutil.RequireCode(t, err, domain.EINVALID)
 }
 
 func TestInvocationWriterFillsInAndCapsRecords(t *testing.T) {
@@ -130,7 +131,7 @@ func TestInvocationWriterFillsInAndCapsRecords(t *testing.T) {
 	ctx := context.Background()
 	s := setup(t)
 	w := s.NewInvocationWriter(store.InvocationWriterOptions{Logger: discardLogger()})
-	ns := "sless-" + uniqueNS(t)[1:] + "00000000"
+	ns := "sless-" + testutil.UniqueNS(t)[1:] + "00000000"
 	long := strings.Repeat("é", store.MaxInvocationLog) + "the end\x00"
 	w.Record(store.Invocation{Namespace: ns, Function: "f", Status: 200, Duration: 1500 * time.Microsecond, Log: long,
 		Error: strings.Repeat("x", 5000)})
@@ -230,7 +231,7 @@ func TestInvocationPartitionsRetention(t *testing.T) {
 		t.Fatalf("%d partitions (%v), want 12", len(days), err)
 	}
 	err = s.EnsureInvocationPartitions(ctx, today, today.AddDate(0, 0, -1))
-	requireCode(t, err, domain.EINVALID)
+	testutil.RequireCode(t, err, domain.EINVALID)
 
 	w := s.NewInvocationWriter(store.InvocationWriterOptions{Logger: discardLogger()})
 	ns := "sless-0000000000000002"

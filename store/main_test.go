@@ -1,9 +1,6 @@
 package store_test
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"testing"
 
@@ -12,7 +9,6 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -42,29 +38,7 @@ func mustRiver(tb testing.TB, pool *pgxpool.Pool) *river.Client[pgx.Tx] {
 	return client
 }
 
-// uniqueNS returns a namespace no other test uses.
-func uniqueNS(tb testing.TB) string {
-	tb.Helper()
-	b := make([]byte, 4)
-	if _, err := rand.Read(b); err != nil {
-		tb.Fatal(err)
-	}
-	return "t" + hex.EncodeToString(b)
-}
-
 func stream(ns, name string) string { return fmt.Sprintf("function:%s/%s", ns, name) }
-
-// requireCode fails unless err carries the domain error code want.
-func requireCode(tb testing.TB, err error, want string) {
-	tb.Helper()
-	if got := domain.ErrorCode(err); got != want {
-		tb.Fatalf("error code = %q (%v), want %q", got, err, want)
-	}
-	var de *domain.Error
-	if !errors.As(err, &de) || de.Message == "" {
-		tb.Fatalf("error %v carries no readable message", err)
-	}
-}
 
 // noteArgs is a River job used as the outbox payload in these tests.
 type noteArgs struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -32,7 +33,7 @@ func TestOutboxRollbackLeavesNeitherEventsNorJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	id, token := stream(uniqueNS(t), "f"), uniqueNS(t)
+	id, token := stream(testutil.UniqueNS(t), "f"), testutil.UniqueNS(t)
 
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := s.AppendTx(ctx, tx, id, 0, []store.NewEvent{{Type: "version.created", Data: token}}, store.Metadata{}); err != nil {
@@ -60,7 +61,7 @@ func TestOutboxCommitLeavesBoth(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	id, token := stream(uniqueNS(t), "f"), uniqueNS(t)
+	id, token := stream(testutil.UniqueNS(t), "f"), testutil.UniqueNS(t)
 
 	if _, err := s.Append(ctx, id, 0, []store.NewEvent{{Type: "version.created", Data: token}}, store.Metadata{}, noteJob(token)); err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestOutboxCommitLeavesBoth(t *testing.T) {
 	}
 
 	// The same through InTx, as a worker does when it also completes its job.
-	token2 := uniqueNS(t)
+	token2 := testutil.UniqueNS(t)
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := s.AppendTx(ctx, tx, id, 1, []store.NewEvent{{Type: "version.built", Data: token2}}, store.Metadata{}); err != nil {
 			return err
@@ -90,7 +91,7 @@ func TestOutboxFailedJobInsertRollsBackEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	id, token := stream(uniqueNS(t), "f"), uniqueNS(t)
+	id, token := stream(testutil.UniqueNS(t), "f"), testutil.UniqueNS(t)
 	bad := river.InsertManyParams{Args: noteArgs{Token: token}, InsertOpts: &river.InsertOpts{Priority: 99}}
 
 	_, err := s.Append(ctx, id, 0, []store.NewEvent{{Type: "version.created", Data: token}}, store.Metadata{}, noteJob(token), bad)
@@ -107,9 +108,9 @@ func TestJobsWithoutRiverClient(t *testing.T) {
 	ctx := context.Background()
 	s := store.New(pgtest.Pool(t), nil)
 	s.SetProjector(nil)
-	id, token := stream(uniqueNS(t), "f"), uniqueNS(t)
+	id, token := stream(testutil.UniqueNS(t), "f"), testutil.UniqueNS(t)
 	_, err := s.Append(ctx, id, 0, []store.NewEvent{{Type: "version.created", Data: token}}, store.Metadata{}, noteJob(token))
-	requireCode(t, err, domain.EINTERNAL)
+	testutil.RequireCode(t, err, domain.EINTERNAL)
 	if events, _ := counts(t, id, token); events != 0 {
 		t.Fatalf("%d events appended although the jobs could not be", events)
 	}
@@ -125,7 +126,7 @@ func TestHasUnfinishedJob(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	token := uniqueNS(t)
+	token := testutil.UniqueNS(t)
 	has := func() bool {
 		t.Helper()
 		var found bool
@@ -142,7 +143,7 @@ func TestHasUnfinishedJob(t *testing.T) {
 		t.Fatal("a job found before any was inserted")
 	}
 	if err := s.InTx(ctx, func(tx pgx.Tx) error {
-		_, err := s.InsertJobsTx(ctx, tx, []river.InsertManyParams{noteJob(token), noteJob(uniqueNS(t))})
+		_, err := s.InsertJobsTx(ctx, tx, []river.InsertManyParams{noteJob(token), noteJob(testutil.UniqueNS(t))})
 		return err
 	}); err != nil {
 		t.Fatal(err)

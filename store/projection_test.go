@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -27,7 +28,7 @@ type projected struct {
 
 func setupProjected(tb testing.TB, pool *pgxpool.Pool) *projected {
 	tb.Helper()
-	return &projected{Store: store.New(pool, mustRiver(tb, pool)), pool: pool, ns: "sless-" + uniqueNS(tb)[1:] + uniqueNS(tb)[1:],
+	return &projected{Store: store.New(pool, mustRiver(tb, pool)), pool: pool, ns: testutil.UniqueNS(tb),
 		now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
 }
 
@@ -322,7 +323,7 @@ func TestExecuteRetriesLostRaces(t *testing.T) {
 			ok++
 			continue
 		}
-		requireCode(t, err, domain.ECONFLICT)
+		testutil.RequireCode(t, err, domain.ECONFLICT)
 		if msg := domain.ErrorMessage(err); msg != `trigger "race" already exists` {
 			t.Errorf("conflict message %q: want the domain's, not a raw race", msg)
 		}

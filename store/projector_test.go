@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 )
 
@@ -15,7 +16,7 @@ func TestProjectorRunsInTheAppendTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	id, token := stream(uniqueNS(t), "f"), uniqueNS(t)
+	id, token := stream(testutil.UniqueNS(t), "f"), testutil.UniqueNS(t)
 	var projected []store.Event
 	s.SetProjector(func(ctx context.Context, tx pgx.Tx, ev store.Event) error {
 		// The projector sees its own event through the append's transaction.
@@ -56,7 +57,7 @@ func TestProjectorErrorRollsEverythingBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	id, token := stream(uniqueNS(t), "f"), uniqueNS(t)
+	id, token := stream(testutil.UniqueNS(t), "f"), testutil.UniqueNS(t)
 	s.SetProjector(func(ctx context.Context, tx pgx.Tx, ev store.Event) error {
 		if ev.Type == "boom" {
 			return domain.Errorf(domain.EUNPROCESSABLE, "cannot project %s", ev.Type)
@@ -64,7 +65,7 @@ func TestProjectorErrorRollsEverythingBack(t *testing.T) {
 		return nil
 	})
 	_, err := s.Append(ctx, id, 0, []store.NewEvent{{Type: "fine", Data: 1}, {Type: "boom", Data: 2}}, store.Metadata{}, noteJob(token))
-	requireCode(t, err, domain.EUNPROCESSABLE)
+	testutil.RequireCode(t, err, domain.EUNPROCESSABLE)
 	if events, jobs := counts(t, id, token); events != 0 || jobs != 0 {
 		t.Fatalf("after a projector error: %d events, %d jobs; want none", events, jobs)
 	}

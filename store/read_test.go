@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -194,7 +195,7 @@ func TestReadNamespace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	ns, other := uniqueNS(t), uniqueNS(t)
+	ns, other := testutil.UniqueNS(t), testutil.UniqueNS(t)
 	a, b := stream(ns, "a"), stream(ns, "b")
 	var positions []int64
 	for _, id := range []string{a, b, stream(other, "a"), a} {

@@ -8,6 +8,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -93,7 +94,7 @@ func TestRoutesFollowEventsAndAreAnnounced(t *testing.T) {
 	p.fn(t, "web", func(f *domain.Function) ([]domain.Event, error) { return f.Delete(p.tick()) })
 	expect("delete", "web")
 	_, err := p.GetRoute(ctx, p.ns, "web")
-	requireCode(t, err, domain.ENOTFOUND)
+	testutil.RequireCode(t, err, domain.ENOTFOUND)
 
 	routes, err := p.ListRoutes(ctx)
 	if err != nil {

@@ -95,7 +95,7 @@ func TestCronSlotsFireOnceEachWithTwoClients(t *testing.T) {
 	if runs[0].Version != 1 || runs[0].Image != "local/tick:v1" || runs[0].Name != "every-minute-1893492060" {
 		t.Fatalf("run = %+v; want v1, named after trigger and slot", runs[0])
 	}
-	if lines := h.logs.lines("cron run finished", "trigger=every-minute"); len(lines) != 4 {
+	if lines := h.logs.Lines("cron run finished", "trigger=every-minute"); len(lines) != 4 {
 		t.Fatalf("%d 'cron run finished' log lines for the trigger, want 4:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 
@@ -115,7 +115,7 @@ func TestCronSlotsFireOnceEachWithTwoClients(t *testing.T) {
 	if !equalRuns(got, want) {
 		t.Fatalf("runs by slot = %v, want %v: missed slots run once, as the latest", got, want)
 	}
-	if lines := h.logs.lines("missed slots run once", "trigger=every-minute", "skipped=9"); len(lines) != 1 {
+	if lines := h.logs.Lines("missed slots run once", "trigger=every-minute", "skipped=9"); len(lines) != 1 {
 		t.Fatalf("want one log line about the 9 skipped slots, got %q", lines)
 	}
 

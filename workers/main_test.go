@@ -1,15 +1,10 @@
 package workers_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +13,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 	"github.com/slessio/sless/workers"
@@ -39,8 +35,8 @@ type harness struct {
 	pool   *pgxpool.Pool
 	api    *store.Store
 	driver *scriptedDriverForWorkerTests
-	clock  *fakeClock
-	logs   *syncBuffer
+	clock  *testutil.FakeClock
+	logs   *testutil.SyncBuffer
 	ns     string
 }
 
@@ -62,7 +58,7 @@ func setup(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, pool: pool, api: store.New(pool, insertOnly), driver: newScriptedDriver(),
-		clock: &fakeClock{}, logs: &syncBuffer{}, ns: uniqueNS(t)}
+		clock: &testutil.FakeClock{}, logs: &testutil.SyncBuffer{}, ns: testutil.UniqueNS(t)}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("worker logs:\n%s", h.logs.String())
@@ -161,70 +157,6 @@ func (h *harness) jobAttempts(kind, argKey, argValue string) (state string, atte
 		h.t.Fatal(err)
 	}
 	return state, attempt
-}
-
-// uniqueNS returns a tenant namespace of the form codestore requires.
-func uniqueNS(tb testing.TB) string {
-	tb.Helper()
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		tb.Fatal(err)
-	}
-	return "sless-" + hex.EncodeToString(b)
-}
-
-// fakeClock is the injectable clock of the cron tests; its zero value reads the real time.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.t.IsZero() {
-		return time.Now()
-	}
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-// syncBuffer collects log lines from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// lines returns the log lines containing every one of parts.
-func (b *syncBuffer) lines(parts ...string) []string {
-	var out []string
-	for _, l := range strings.Split(b.String(), "\n") {
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(l, p)
-		}
-		if ok && l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/workers"
 )
 
@@ -151,7 +152,7 @@ func TestRescueAfterKill9(t *testing.T) {
 			if runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "crash" }); len(runs) != 1 || runs[0].Version != 1 {
 				t.Fatalf("runs here = %+v; want one rerun on v1", runs)
 			}
-			if len(h.logs.lines("rescued a job of a dead process", id)) == 0 {
+			if len(h.logs.Lines("rescued a job of a dead process", id)) == 0 {
 				t.Fatalf("no rescue of %s logged", id)
 			}
 		})
@@ -164,7 +165,7 @@ func startChild(t *testing.T, url string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRescueChildProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childDBEnv+"="+url)
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

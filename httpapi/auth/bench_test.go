@@ -3,12 +3,15 @@ package auth
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/slessio/sless/internal/testutil"
 )
 
 func benchmarkVerify(b *testing.B, method jwt.SigningMethod, key any, kid string) {
-	clock := newFakeClock()
+	clock := testutil.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	srv := newJWKSServer(b, defaultJWKS(b))
 	v, err := NewVerifier(Config{HS256Secret: testSecret, JWKSURL: srv.URL, HTTPClient: srv.Client(), Now: clock.Now,
 		Issuer: testIssuer, Audience: testAudience})

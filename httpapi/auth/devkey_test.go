@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 )
 
 func TestLoadOrCreateKey(t *testing.T) {
@@ -70,7 +71,7 @@ func TestLoadOrCreateKey_CorruptFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := LoadOrCreateKey(dir)
-	requireCode(t, err, "INVALID")
+	testutil.RequireCode(t, err, "INVALID")
 }
 
 // TestLoadOrCreateKey_ReadableByOthers: a key group or others may read is
@@ -142,7 +143,7 @@ func TestMint(t *testing.T) {
 		if _, err := call(); err == nil {
 			t.Errorf("%s: minted", name)
 		} else {
-			requireCode(t, err, "INVALID")
+			testutil.RequireCode(t, err, "INVALID")
 		}
 	}
 }

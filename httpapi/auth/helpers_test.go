@@ -51,18 +51,6 @@ func mustRSA(bits int) *rsa.PrivateKey {
 	return k
 }
 
-// fakeClock is a concurrency-safe clock the tests move by hand.
-type fakeClock struct{ ns atomic.Int64 }
-
-func newFakeClock() *fakeClock {
-	c := &fakeClock{}
-	c.ns.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-
-func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 // jwkFor renders a public key as a JWK map.
 func jwkFor(tb testing.TB, kid string, pub any) map[string]any {
 	tb.Helper()
@@ -166,13 +154,5 @@ func requireUnauthorized(tb testing.TB, err error, want string) {
 	}
 	if derr.Code != domain.EUNAUTHORIZED || derr.Message != want {
 		tb.Fatalf("err = %s %q, want %s %q", derr.Code, derr.Message, domain.EUNAUTHORIZED, want)
-	}
-}
-
-// requireCode fails unless err is a domain error with code.
-func requireCode(tb testing.TB, err error, code string) {
-	tb.Helper()
-	if got := domain.ErrorCode(err); got != code {
-		tb.Fatalf("err = %v (code %q), want code %s", err, got, code)
 	}
 }

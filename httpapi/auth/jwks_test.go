@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/slessio/sless/internal/testutil"
 )
 
 func TestParseJWKS(t *testing.T) {
@@ -74,7 +76,7 @@ func TestNewVerifier_JWKSFileWithoutUsableKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := NewVerifier(Config{JWKSFile: path})
-	requireCode(t, err, "INVALID")
+	testutil.RequireCode(t, err, "INVALID")
 	if !strings.Contains(err.Error(), "at least 2048") {
 		t.Fatalf("error does not say why: %v", err)
 	}

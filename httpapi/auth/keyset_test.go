@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/slessio/sless/internal/testutil"
 )
 
 func randomKid(t *testing.T) string {
@@ -189,7 +191,7 @@ func TestKeySet_FetchOutlivesTheCallerThatStartedIt(t *testing.T) {
 
 func TestVerify_JWKSFile(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := testutil.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), "jwks.json")
 	if err := os.WriteFile(path, defaultJWKS(t), 0o600); err != nil {
 		t.Fatal(err)
@@ -226,7 +228,7 @@ func TestVerify_JWKSFile(t *testing.T) {
 
 func TestVerify_TokenWithoutKid(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := testutil.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	dir := t.TempDir()
 	one := filepath.Join(dir, "one.json")
 	two := filepath.Join(dir, "two.json")

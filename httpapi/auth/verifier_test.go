@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/slessio/sless/internal/testutil"
 )
 
 // setupVerifier returns a Verifier accepting HS256 with testSecret and
 // RS256/ES256 from a JWKS served over HTTP, with issuer and audience checks.
-func setupVerifier(t *testing.T, mod func(*Config)) (*Verifier, *fakeClock, *jwksServer) {
+func setupVerifier(t *testing.T, mod func(*Config)) (*Verifier, *testutil.FakeClock, *jwksServer) {
 	t.Helper()
-	clock := newFakeClock()
+	clock := testutil.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	srv := newJWKSServer(t, defaultJWKS(t))
 	cfg := Config{
 		HS256Secret: testSecret,
@@ -172,7 +174,7 @@ func TestVerify_ConfusionWithoutSecret(t *testing.T) {
 
 func TestVerify_HSOnlyRefusesAsymmetric(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := testutil.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	v, err := NewVerifier(Config{HS256Secret: testSecret, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +287,7 @@ func TestNewVerifier_Config(t *testing.T) {
 			if v != nil {
 				t.Fatal("got a verifier for a bad config")
 			}
-			requireCode(t, err, "INVALID")
+			testutil.RequireCode(t, err, "INVALID")
 		})
 	}
 }

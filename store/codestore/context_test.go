@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store/codestore"
 )
 
@@ -100,7 +101,7 @@ func TestBuildContextRefusesBadInput(t *testing.T) {
 	ok := []codestore.File{{Name: "a.py", Mode: 0o644}}
 	for _, img := range []string{"", "python:3.11\nRUN curl evil", "python 3.11", "img\x00"} {
 		_, err := codestore.BuildContext(ok, img)
-		wantCode(t, err, domain.EINVALID, "base image")
+		testutil.RequireCode(t, err, domain.EINVALID, "base image")
 	}
 	for name, files := range map[string][]codestore.File{
 		"dockerfile":  {{Name: "Dockerfile"}},

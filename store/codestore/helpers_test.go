@@ -4,13 +4,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"io/fs"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/slessio/sless/domain"
 )
 
 // entry is one member of a test zip.
@@ -113,20 +109,4 @@ func withAliases(tb testing.TB, z []byte, aliases ...string) []byte {
 	binary.LittleEndian.PutUint16(end[10:], n)
 	binary.LittleEndian.PutUint32(end[12:], uint32(len(out))-cdOff)
 	return append(out, end...)
-}
-
-func wantCode(tb testing.TB, err error, code string, msgParts ...string) {
-	tb.Helper()
-	if err == nil {
-		tb.Fatalf("got no error, want %s", code)
-	}
-	var de *domain.Error
-	if !errors.As(err, &de) || de.Code != code {
-		tb.Fatalf("got %v, want code %s", err, code)
-	}
-	for _, p := range msgParts {
-		if !strings.Contains(de.Message, p) {
-			tb.Fatalf("message %q does not mention %q", de.Message, p)
-		}
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
 )
@@ -183,9 +184,9 @@ func TestMissingKeysAreNotFound(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	_, err := f.store.Get(t.Context(), "code/"+ns+"/nope/0/source.zip")
-	wantCode(t, err, domain.ENOTFOUND)
+	testutil.RequireCode(t, err, domain.ENOTFOUND)
 	_, err = f.store.Source(t.Context(), "code/"+ns+"/nope/0/source.zip")
-	wantCode(t, err, domain.ENOTFOUND)
+	testutil.RequireCode(t, err, domain.ENOTFOUND)
 }
 
 func TestDeleteRemovesOneFunction(t *testing.T) {
@@ -195,14 +196,14 @@ func TestDeleteRemovesOneFunction(t *testing.T) {
 	f.mustPut(t, "fn", mustZip(t, t0, file("a.py", "2")))
 	b := f.mustPut(t, "fn2", mustZip(t, t0, file("a.py", "1")))
 
-	wantCode(t, f.store.Delete(t.Context(), "code/"+ns+"/fn"), domain.EINVALID)
-	wantCode(t, f.store.Delete(t.Context(), ""), domain.EINVALID)
+	testutil.RequireCode(t, f.store.Delete(t.Context(), "code/"+ns+"/fn"), domain.EINVALID)
+	testutil.RequireCode(t, f.store.Delete(t.Context(), ""), domain.EINVALID)
 	if err := f.store.Delete(t.Context(), codestore.FunctionPrefix(ns, "fn")); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range []string{a.ZipKey, a.ContextKey} {
 		_, err := f.store.Get(t.Context(), key)
-		wantCode(t, err, domain.ENOTFOUND)
+		testutil.RequireCode(t, err, domain.ENOTFOUND)
 	}
 	for _, key := range []string{b.ZipKey, b.ContextKey} {
 		if _, err := f.store.Get(t.Context(), key); err != nil {
@@ -225,7 +226,7 @@ func TestPutRefusesBadNames(t *testing.T) {
 		{ns, "fn", "img\nRUN x"},
 	} {
 		_, err := f.store.Put(t.Context(), tc.ns, tc.fn, z, files, tc.img)
-		wantCode(t, err, domain.EINVALID)
+		testutil.RequireCode(t, err, domain.EINVALID)
 	}
 }
 
@@ -240,13 +241,13 @@ func TestPingAndUnavailableStore(t *testing.T) {
 	bad := f.cfg
 	bad.SecretKey = "wrong"
 	_, err := codestore.New(t.Context(), bad)
-	wantCode(t, err, domain.EUNAVAILABLE, "credentials")
+	testutil.RequireCode(t, err, domain.EUNAVAILABLE, "credentials")
 
 	if err := f.srv.Close(); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	wantCode(t, f.store.Ping(t.Context()), domain.EUNAVAILABLE)
+	testutil.RequireCode(t, f.store.Ping(t.Context()), domain.EUNAVAILABLE)
 	t.Logf("ping of a stopped store answered in %v", time.Since(start))
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("ping of a stopped store took %v", d)
@@ -255,7 +256,7 @@ func TestPingAndUnavailableStore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
 	_, err = f.store.Get(ctx, "code/x")
-	wantCode(t, err, domain.EUNAVAILABLE)
+	testutil.RequireCode(t, err, domain.EUNAVAILABLE)
 }
 
 func TestNewChecksConfig(t *testing.T) {
@@ -267,6 +268,6 @@ func TestNewChecksConfig(t *testing.T) {
 		{Endpoint: "http://127.0.0.1:9/some/path", Bucket: "b"},
 	} {
 		_, err := codestore.New(t.Context(), cfg)
-		wantCode(t, err, domain.EINVALID)
+		testutil.RequireCode(t, err, domain.EINVALID)
 	}
 }

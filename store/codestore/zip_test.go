@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/ziptest"
 )
@@ -87,7 +88,7 @@ func TestValidateZipRejectsHostileNamesAndTypes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := codestore.ValidateZip(mustZip(t, t0, tc.entries...), codestore.Limits{})
-			wantCode(t, err, tc.code, tc.mention)
+			testutil.RequireCode(t, err, tc.code, tc.mention)
 		})
 	}
 }
@@ -98,7 +99,7 @@ func TestValidateZipRejectsNonZipsAndCorruptEntries(t *testing.T) {
 	_, _ = rand.Read(random)
 	for name, data := range map[string][]byte{"empty": nil, "random": random, "text": []byte("PK but not really")} {
 		_, err := codestore.ValidateZip(data, codestore.Limits{})
-		wantCode(t, err, domain.EINVALID, "not a valid zip")
+		testutil.RequireCode(t, err, domain.EINVALID, "not a valid zip")
 		_ = name
 	}
 
@@ -107,7 +108,7 @@ func TestValidateZipRejectsNonZipsAndCorruptEntries(t *testing.T) {
 	i := bytes.Index(z, []byte("hello, world"))
 	z[i] ^= 0x20
 	_, err := codestore.ValidateZip(z, codestore.Limits{})
-	wantCode(t, err, domain.EINVALID, `"a.txt"`, "corrupt")
+	testutil.RequireCode(t, err, domain.EINVALID, `"a.txt"`, "corrupt")
 
 	// An unknown compression method.
 	var buf bytes.Buffer
@@ -116,7 +117,7 @@ func TestValidateZipRejectsNonZipsAndCorruptEntries(t *testing.T) {
 	w.Write([]byte("x"))
 	zw.Close()
 	_, err = codestore.ValidateZip(buf.Bytes(), codestore.Limits{})
-	wantCode(t, err, domain.EINVALID, "unsupported compression method")
+	testutil.RequireCode(t, err, domain.EINVALID, "unsupported compression method")
 }
 
 // A header that claims 1 KiB over a stream that inflates to 64 MiB: rejected
@@ -127,7 +128,7 @@ func TestValidateZipRejectsHeaderUnderstatingSize(t *testing.T) {
 	z := mustRawZip(t, rawEntry{name: "bomb.bin", compressed: comp, crc: crc, claimedSize: 1024})
 	start := time.Now()
 	_, err := codestore.ValidateZip(z, codestore.Limits{})
-	wantCode(t, err, domain.EINVALID, `"bomb.bin"`, "does not match its header")
+	testutil.RequireCode(t, err, domain.EINVALID, `"bomb.bin"`, "does not match its header")
 	t.Logf("rejected in %v", time.Since(start))
 }
 
@@ -136,7 +137,7 @@ func TestValidateZipRejectsOverlappingEntries(t *testing.T) {
 	comp, crc := ziptest.DeflatedZeros(t, 1<<20)
 	z := withAliases(t, mustRawZip(t, rawEntry{name: "k0", compressed: comp, crc: crc, claimedSize: 1 << 20}), "k1", "k2")
 	_, err := codestore.ValidateZip(z, codestore.Limits{})
-	wantCode(t, err, domain.EINVALID, "share compressed data")
+	testutil.RequireCode(t, err, domain.EINVALID, "share compressed data")
 }
 
 func TestValidateZipEntryCap(t *testing.T) {
@@ -146,13 +147,13 @@ func TestValidateZipEntryCap(t *testing.T) {
 		many[i] = file("f"+strconv.Itoa(i), "")
 	}
 	_, err := codestore.ValidateZip(mustZip(t, t0, many...), codestore.Limits{})
-	wantCode(t, err, domain.ETOOLARGE, "10001 entries", "10000")
+	testutil.RequireCode(t, err, domain.ETOOLARGE, "10001 entries", "10000")
 
 	if _, err := codestore.ValidateZip(mustZip(t, t0, many[:10_000]...), codestore.Limits{}); err != nil {
 		t.Fatalf("10,000 entries: %v", err)
 	}
 	_, err = codestore.ValidateZip(mustZip(t, t0, many[:11]...), codestore.Limits{MaxEntries: 10})
-	wantCode(t, err, domain.ETOOLARGE)
+	testutil.RequireCode(t, err, domain.ETOOLARGE)
 }
 
 // peakHeap runs f while sampling HeapInuse and returns the highest value seen.
@@ -213,7 +214,7 @@ func TestValidateZipByteCapWithBoundedMemory(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
 			peak := peakHeap(func() { _, err = codestore.ValidateZip(tc.zip, codestore.Limits{}) })
-			wantCode(t, err, domain.ETOOLARGE, "256 MiB")
+			testutil.RequireCode(t, err, domain.ETOOLARGE, "256 MiB")
 			t.Logf("zip %d KiB, peak HeapInuse %d MiB", len(tc.zip)>>10, peak>>20)
 			if peak > heapCeiling {
 				t.Fatalf("peak HeapInuse %d MiB, want under %d MiB", peak>>20, heapCeiling>>20)
@@ -228,7 +229,7 @@ func TestValidateZipByteCapWithBoundedMemory(t *testing.T) {
 			t.Fatalf("8 MiB with an 8 MiB cap: %v", err)
 		}
 		_, err := codestore.ValidateZip(z, codestore.Limits{MaxBytes: 8<<20 - 1})
-		wantCode(t, err, domain.ETOOLARGE)
+		testutil.RequireCode(t, err, domain.ETOOLARGE)
 	})
 }
 
@@ -249,7 +250,7 @@ func TestValidateZipManyEntriesWithBoundedMemory(t *testing.T) {
 	buf = bytes.Buffer{}
 	var err error
 	peak := peakHeap(func() { _, err = codestore.ValidateZip(z, codestore.Limits{}) })
-	wantCode(t, err, domain.ETOOLARGE, "entries")
+	testutil.RequireCode(t, err, domain.ETOOLARGE, "entries")
 	t.Logf("zip %d MiB, peak HeapInuse %d MiB", len(z)>>20, peak>>20)
 	if peak > heapCeiling {
 		t.Fatalf("peak HeapInuse %d MiB, want under %d MiB", peak>>20, heapCeiling>>20)
