@@ -353,20 +353,7 @@ func fixNumbers(filter string) string {
 // simulate build outcomes without running a worker.
 func (f *fixture) execute(ns, name string, cmd func(fn *domain.Function) ([]domain.Event, error)) {
 	f.t.Helper()
-	ctx := context.Background()
-	_, err := f.store.Execute(ctx, store.Metadata{Actor: "test-worker"}, func(tx *store.Tx) error {
-		fn := domain.NewFunction(ns, name)
-		stream := domain.FunctionStream(ns, name)
-		if err := tx.Load(ctx, stream, fn); err != nil {
-			return err
-		}
-		evs, err := cmd(fn)
-		if err != nil {
-			return err
-		}
-		return tx.Append(ctx, stream, fn, evs)
-	})
-	if err != nil {
+	if err := apitest.Record(context.Background(), f.store, ns, name, cmd); err != nil {
 		f.t.Fatal(err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"
@@ -67,4 +68,23 @@ func Start(t testing.TB, configure func(*httpapi.Config)) *Server {
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	return &Server{URL: srv.URL, API: api, Store: st, Pool: pool, S3: s3}
+}
+
+// Record appends what cmd decides on function name as a worker would (a
+// build outcome, a completed rollout), for tests in which nothing builds or
+// runs.
+func Record(ctx context.Context, st *store.Store, ns, name string, cmd func(*domain.Function) ([]domain.Event, error)) error {
+	_, err := st.Execute(ctx, store.Metadata{Actor: "test-worker"}, func(tx *store.Tx) error {
+		fn := domain.NewFunction(ns, name)
+		stream := domain.FunctionStream(ns, name)
+		if err := tx.Load(ctx, stream, fn); err != nil {
+			return err
+		}
+		evs, err := cmd(fn)
+		if err != nil {
+			return err
+		}
+		return tx.Append(ctx, stream, fn, evs)
+	})
+	return err
 }

@@ -91,21 +91,8 @@ func (f *fixture) build(t *testing.T, ns, name string, n int, failMsg string) {
 // record appends what cmd decides on function name, as a worker does.
 func (f *fixture) record(t *testing.T, ns, name string, cmd func(*domain.Function) ([]domain.Event, error)) {
 	t.Helper()
-	ctx := context.Background()
-	_, err := f.store.Execute(ctx, store.Metadata{Actor: "test-worker"}, func(tx *store.Tx) error {
-		fn := domain.NewFunction(ns, name)
-		stream := domain.FunctionStream(ns, name)
-		if err := tx.Load(ctx, stream, fn); err != nil {
-			return err
-		}
-		evs, err := cmd(fn)
-		if err != nil {
-			return err
-		}
-		return tx.Append(ctx, stream, fn, evs)
-	})
-	if err != nil {
-		t.Error(err)
+	if err := apitest.Record(context.Background(), f.store, ns, name, cmd); err != nil {
+		t.Error(err) // also called from the goroutines of tests, where Fatal may not be
 	}
 }
 
