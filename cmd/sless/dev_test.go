@@ -12,6 +12,7 @@ import (
 
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/client"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/codestore/ziptest"
 )
@@ -30,7 +31,7 @@ func TestDevEndToEnd(t *testing.T) {
 	ctx := context.Background()
 
 	base := dev.base
-	waitFor(t, 60*time.Second, func() bool {
+	testutil.WaitFor(t, 60*time.Second, func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
@@ -64,7 +65,7 @@ func TestDevEndToEnd(t *testing.T) {
 	if up.Version.Version != 1 || !up.Queued {
 		t.Fatalf("upload = %+v", up)
 	}
-	waitFor(t, 60*time.Second, func() bool {
+	testutil.WaitFor(t, 60*time.Second, func() bool {
 		f, err := c.GetFunction(ctx, "hello")
 		must(err)
 		return f.Phase == "Ready"
@@ -73,7 +74,7 @@ func TestDevEndToEnd(t *testing.T) {
 	_, err = c.CreateJob(ctx, client.CreateJobRequest{Name: "once", Function: "hello", Event: json.RawMessage(`{"name":"sless"}`), RunID: 1})
 	must(err)
 	var job *client.Job
-	waitFor(t, 60*time.Second, func() bool {
+	testutil.WaitFor(t, 60*time.Second, func() bool {
 		job, err = c.GetJob(ctx, "once")
 		must(err)
 		return job.Phase == "Succeeded" || job.Phase == "Failed"
@@ -84,7 +85,7 @@ func TestDevEndToEnd(t *testing.T) {
 
 	_, err = c.CreateTrigger(ctx, client.CreateTriggerRequest{Name: "web", Type: "http", Function: "hello"})
 	must(err)
-	waitFor(t, 60*time.Second, func() bool {
+	testutil.WaitFor(t, 60*time.Second, func() bool {
 		tr, err := c.GetTrigger(ctx, "web")
 		must(err)
 		return tr.Active
@@ -105,7 +106,7 @@ func TestDevEndToEnd(t *testing.T) {
 	if resp.StatusCode != 200 || json.Unmarshal(got, &answer) != nil || answer["hello"] != "proxy" || resp.Header.Get("X-Sless-Log") != "" {
 		t.Fatalf("invoke = %d %s (X-Sless-Log %q)", resp.StatusCode, got, resp.Header.Get("X-Sless-Log"))
 	}
-	waitFor(t, 30*time.Second, func() bool {
+	testutil.WaitFor(t, 30*time.Second, func() bool {
 		page, err := c.ListInvocations(ctx, "hello", client.InvocationQuery{})
 		must(err)
 		kinds := map[string]bool{}
@@ -142,16 +143,5 @@ func TestDevEndToEnd(t *testing.T) {
 	}
 	if len(sandboxtest.PIDs(dataDir)) > 0 {
 		t.Fatal("a function process outlived sless dev")
-	}
-}
-
-func waitFor(t *testing.T, limit time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", limit)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -121,3 +121,31 @@ func (c *FakeClock) Advance(d time.Duration) {
 	}
 	c.t = c.t.Add(d)
 }
+
+// Eventually polls cond every 100 ms until it returns nil, failing tb with
+// its last error once limit has passed.
+func Eventually(tb testing.TB, limit time.Duration, cond func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("after %s: %v", limit, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// WaitFor is Eventually for a condition without an error to tell.
+func WaitFor(tb testing.TB, limit time.Duration, ok func() bool) {
+	tb.Helper()
+	Eventually(tb, limit, func() error {
+		if ok() {
+			return nil
+		}
+		return errors.New("condition not met")
+	})
+}

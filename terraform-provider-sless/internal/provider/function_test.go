@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/terraform-provider-sless/internal/provider"
 )
 
@@ -255,7 +256,7 @@ func (p *platform) nothingLeft(t *testing.T) error {
 	if len(jobs) != 0 {
 		return fmt.Errorf("jobs left after destroy: %+v", jobs)
 	}
-	waitUntil(t, time.Minute, func() error {
+	testutil.Eventually(t, time.Minute, func() error {
 		if pids := p.processes(); len(pids) > 0 {
 			return fmt.Errorf("function processes left after destroy: %v", pids)
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/client"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/pgtest"
 	"github.com/slessio/sless/terraform-provider-sless/internal/provider"
@@ -129,7 +130,7 @@ func startPlatform(t *testing.T) *platform {
 		}
 	})
 	p := &platform{URL: "http://" + addr, DataDir: dataDir, pid: cmd.Process.Pid}
-	waitUntil(t, 90*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		select {
 		case <-exited:
 			t.Fatalf("sless dev exited:\n%s", out.String())
@@ -184,22 +185,6 @@ func (p *platform) processes() []int {
 		}
 	}
 	return pids
-}
-
-// waitUntil polls cond until it returns nil, failing t after timeout.
-func waitUntil(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // post sends body to url and returns the status and the answer.
