@@ -428,9 +428,8 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 }
 
 func (p *Proxy) fail(w http.ResponseWriter, c *call, reason string, err error) {
-	c.status, c.errText = wire.StatusOf(domain.ErrorCode(err)), recordText(err)
 	p.metrics.proxyErrors.WithLabelValues(reason).Inc()
-	writeError(w, err)
+	c.status, c.errText = writeError(w, err), recordText(err)
 }
 
 // reject answers a request that concerns no known function; nothing is recorded.
@@ -439,8 +438,9 @@ func (p *Proxy) reject(w http.ResponseWriter, r *http.Request, reason string, er
 	writeError(w, err)
 }
 
-// writeError writes the API's error shape, {"error": {"code", "message"}}.
-func writeError(w http.ResponseWriter, err error) {
+// writeError writes the API's error shape, {"error": {"code", "message"}},
+// with the status of the code, which it returns.
+func writeError(w http.ResponseWriter, err error) int {
 	code := domain.ErrorCode(err)
 	status := wire.StatusOf(code)
 	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": domain.ErrorMessage(err)}})
@@ -453,6 +453,7 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+	return status
 }
 
 // recorder notes the status and counts the bytes of a response. Flushing
