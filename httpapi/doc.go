@@ -13,11 +13,12 @@
 // bucket of the caller's namespace (429 with Retry-After), and the namespace
 // check ({ns} must be the caller's; operators may read any: 403 otherwise).
 //
-// Commands go through store.Execute: load the aggregate(s), call the domain
-// command, append its events with the River jobs workers.FunctionJobs,
-// TriggerJobs and RunJobs choose, in one transaction. Queries read the read
-// models. Every error is rendered as {"error": {"code", "message", "field"}}
-// by one Echo HTTPErrorHandler (errors.go); only internal errors are logged.
+// Handlers decode, call one command of httpapi/command (which owns the
+// transaction: load, decide in domain, append, choose the River jobs) or one
+// query of the store, and render. Every error is rendered as
+// {"error": {"code", "message", "field"}} by one Echo HTTPErrorHandler
+// (errors.go, with the code → status table of httpapi/wire); only internal
+// errors are logged.
 //
 // Status conventions: creates answer 201 (409 when the name exists, the
 // existing object readable by GET); deletes 204; an upload that makes a
@@ -27,6 +28,7 @@
 // "function": the request is well-formed, the URL right, but it refers to
 // nothing.
 //
-// httpapi may import domain, store (and store/codestore), workers (only to
-// choose the jobs to enqueue), httpapi/auth and Prometheus' client.
+// httpapi may import domain, store (and store/codestore), httpapi/command,
+// httpapi/auth, httpapi/wire and Prometheus' client; the job kinds of workers
+// are chosen in httpapi/command.
 package httpapi

@@ -7,9 +7,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/command"
 	"github.com/slessio/sless/httpapi/wire"
-	"github.com/slessio/sless/store"
-	"github.com/slessio/sless/workers"
 )
 
 // newJob renders j as the API shows it; a job without an event shows {}.
@@ -46,35 +45,18 @@ func (s *Server) listJobs(c echo.Context) error {
 
 // createJob serves POST /v1/namespaces/{ns}/jobs: 201 with the job (its run
 // queued when run_id > 0), 409 when the name exists (the client reads it
-// back with GET), 422 when the function does not exist.
+// back with GET), 422 when the function does not exist (command.CreateJob).
 func (s *Server) createJob(c echo.Context) error {
 	var req wire.CreateJobRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	ns := c.Param("ns")
-	ctx := c.Request().Context()
-	now := s.now()
-	var j *domain.Job
-	_, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
-		j = domain.NewJob(ns, req.Name)
-		stream := domain.JobStream(ns, req.Name)
-		if err := tx.Load(ctx, stream, j); err != nil {
-			return err
-		}
-		evs, err := j.Create(domain.JobSpec{Function: req.Function, Event: req.Event, RunID: req.RunID}, now)
-		if err != nil {
-			return err
-		}
-		if _, err := loadExistingFunction(c, tx, ns, req.Function); err != nil {
-			return err
-		}
-		return tx.Append(ctx, stream, j, evs, workers.RunJobs(j, evs)...)
-	})
+	j, err := s.cmd.CreateJob(c.Request().Context(), metadata(c), command.CreateJobInput{Namespace: c.Param("ns"), Name: req.Name,
+		Spec: domain.JobSpec{Function: req.Function, Event: req.Event, RunID: req.RunID}})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, newJob(*j))
+	return c.JSON(http.StatusCreated, newJob(j))
 }
 
 // getJob serves GET /v1/namespaces/{ns}/jobs/{name}.
@@ -88,7 +70,7 @@ func (s *Server) getJob(c echo.Context) error {
 
 // patchJob serves PATCH /v1/namespaces/{ns}/jobs/{name} {"run_id": n}: a
 // larger n runs the job again (202), the same n changes nothing (200), a
-// smaller one is 400; the function must still exist (422).
+// smaller one is 400; the function must still exist (422; command.SetJobRunID).
 func (s *Server) patchJob(c echo.Context) error {
 	var req wire.PatchJobRequest
 	if err := decodeJSON(c, &req); err != nil {
@@ -97,59 +79,21 @@ func (s *Server) patchJob(c echo.Context) error {
 	if req.RunID == nil {
 		return domain.FieldErrorf("run_id", "is required")
 	}
-	ns, name := c.Param("ns"), c.Param("name")
-	ctx := c.Request().Context()
-	now := s.now()
-	var j *domain.Job
-	evs, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
-		j = domain.NewJob(ns, name)
-		stream := domain.JobStream(ns, name)
-		if err := tx.Load(ctx, stream, j); err != nil {
-			return err
-		}
-		evs, err := j.SetRunID(*req.RunID, now)
-		if err != nil || len(evs) == 0 {
-			return err
-		}
-		if _, err := loadExistingFunction(c, tx, ns, j.Function); err != nil {
-			return err
-		}
-		return tx.Append(ctx, stream, j, evs, workers.RunJobs(j, evs)...)
-	})
+	j, started, err := s.cmd.SetJobRunID(c.Request().Context(), metadata(c), refOf(c), *req.RunID)
 	if err != nil {
 		return err
 	}
 	status := http.StatusOK
-	if len(evs) > 0 {
+	if started {
 		status = http.StatusAccepted
 	}
-	return c.JSON(status, newJob(*j))
+	return c.JSON(status, newJob(j))
 }
 
 // deleteJob serves DELETE /v1/namespaces/{ns}/jobs/{name}: the job goes, and
-// its unfinished runs are cancelled.
+// its unfinished runs are cancelled (command.DeleteJob).
 func (s *Server) deleteJob(c echo.Context) error {
-	ns, name := c.Param("ns"), c.Param("name")
-	ctx := c.Request().Context()
-	now := s.now()
-	_, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
-		j := domain.NewJob(ns, name)
-		stream := domain.JobStream(ns, name)
-		if err := tx.Load(ctx, stream, j); err != nil {
-			return err
-		}
-		evs, err := j.Delete(now)
-		if err != nil {
-			return err
-		}
-		if err := tx.Append(ctx, stream, j, evs); err != nil {
-			return err
-		}
-		// A run still going is stopped once this commits, and recorded as
-		// cancelled.
-		return workers.CancelRunTx(ctx, tx.Tx, ns, name)
-	})
-	if err != nil {
+	if err := s.cmd.DeleteJob(c.Request().Context(), metadata(c), refOf(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -2,13 +2,10 @@ package httpapi
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/wire"
-	"github.com/slessio/sless/store"
 )
 
 func (s *Server) registerNamespaceRoutes(g *echo.Group) {
@@ -16,35 +13,18 @@ func (s *Server) registerNamespaceRoutes(g *echo.Group) {
 }
 
 // ensureNamespace serves POST /v1/namespaces/{ns}/ensure: 201 the first time,
-// 200 after (idempotent, as the Terraform provider calls it on every run).
+// 200 after (command.EnsureNamespace).
 func (s *Server) ensureNamespace(c echo.Context) error {
 	ns := c.Param("ns")
-	now := s.now()
-	evs, err := s.cfg.Store.Execute(c.Request().Context(), metadata(c), func(tx *store.Tx) error {
-		return ensureNamespace(c, tx, ns, now)
-	})
+	created, err := s.cmd.EnsureNamespace(c.Request().Context(), metadata(c), ns)
 	if err != nil {
 		return err
 	}
 	status := http.StatusOK
-	if len(evs) > 0 {
+	if created {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, wire.Namespace{Namespace: ns, Created: len(evs) > 0})
-}
-
-// ensureNamespace records the namespace in tx unless it exists.
-func ensureNamespace(c echo.Context, tx *store.Tx, ns string, now time.Time) error {
-	n := &domain.Namespace{Name: ns}
-	stream := domain.NamespaceStream(ns)
-	if err := tx.Load(c.Request().Context(), stream, n); err != nil {
-		return err
-	}
-	evs, err := n.Ensure(now)
-	if err != nil {
-		return err
-	}
-	return tx.Append(c.Request().Context(), stream, n, evs)
+	return c.JSON(status, wire.Namespace{Namespace: ns, Created: created})
 }
 
 // listNamespaces serves GET /v1/namespaces (operators only): every ensured

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/auth"
+	"github.com/slessio/sless/httpapi/command"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"
 )
@@ -81,6 +82,7 @@ type Server struct {
 	limits  *limiter
 	uploads chan struct{}
 	hidden  map[string]bool
+	cmd     *command.Commands
 	log     *slog.Logger
 }
 
@@ -129,6 +131,7 @@ func New(cfg Config) (*Server, error) {
 		uploads: make(chan struct{}, cfg.MaxConcurrentUploads),
 		hidden:  map[string]bool{},
 		log:     cfg.Logger,
+		cmd:     command.New(command.Config{Store: cfg.Store, Code: cfg.Code, BaseImage: cfg.BaseImage, Now: cfg.Now}),
 	}
 	for _, name := range cfg.HiddenFunctions {
 		s.hidden[name] = true
@@ -231,10 +234,6 @@ func (s *Server) noRoute(c echo.Context) error {
 	c.Response().Header().Set(echo.HeaderAllow, strings.Join(allow, ", "))
 	return echo.ErrMethodNotAllowed
 }
-
-// now is the time commands record: UTC, at the microsecond precision
-// PostgreSQL keeps, so a response rendered from the aggregate matches a later GET.
-func (s *Server) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
 
 // metadata is what every event appended for this request records.
 func metadata(c echo.Context) store.Metadata {

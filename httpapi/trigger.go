@@ -2,14 +2,12 @@ package httpapi
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/command"
 	"github.com/slessio/sless/httpapi/wire"
-	"github.com/slessio/sless/store"
-	"github.com/slessio/sless/workers"
 )
 
 // newTrigger renders t as the API shows it, with its URL or next run.
@@ -54,7 +52,8 @@ func (s *Server) listTriggers(c echo.Context) error {
 }
 
 // createTrigger serves POST /v1/namespaces/{ns}/triggers: 201 with the
-// trigger, 409 when the name exists, 422 when the function does not exist.
+// trigger, 409 when the name exists, 422 when the function does not exist
+// (command.CreateTrigger).
 func (s *Server) createTrigger(c echo.Context) error {
 	var req wire.CreateTriggerRequest
 	if err := decodeJSON(c, &req); err != nil {
@@ -64,32 +63,11 @@ func (s *Server) createTrigger(c echo.Context) error {
 	if req.Enabled != nil {
 		spec.Enabled = *req.Enabled
 	}
-	ns := c.Param("ns")
-	ctx := c.Request().Context()
-	now := s.now()
-	var t *domain.Trigger
-	_, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
-		t = domain.NewTrigger(ns, req.Name)
-		stream := domain.TriggerStream(ns, req.Name)
-		if err := tx.Load(ctx, stream, t); err != nil {
-			return err
-		}
-		evs, err := t.Create(spec, now)
-		if err != nil {
-			return err
-		}
-		if _, err := loadExistingFunction(c, tx, ns, req.Function); err != nil {
-			return err
-		}
-		if err := tx.Append(ctx, stream, t, evs); err != nil {
-			return err
-		}
-		return tx.Append(ctx, stream, t, nil, workers.TriggerJobs(*t, evs)...)
-	})
+	t, err := s.cmd.CreateTrigger(c.Request().Context(), metadata(c), command.CreateTriggerInput{Namespace: c.Param("ns"), Name: req.Name, Spec: spec})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, s.newTrigger(*t))
+	return c.JSON(http.StatusCreated, s.newTrigger(t))
 }
 
 // getTrigger serves GET /v1/namespaces/{ns}/triggers/{name}.
@@ -102,9 +80,8 @@ func (s *Server) getTrigger(c echo.Context) error {
 }
 
 // patchTrigger serves PATCH /v1/namespaces/{ns}/triggers/{name}
-// {"enabled": bool}: switches the trigger on or off (an http function with
-// no enabled trigger scales to zero); the workload follows asynchronously,
-// which "active" reports.
+// {"enabled": bool}: switches the trigger on or off; the workload follows
+// asynchronously, which "active" reports (command.SetTriggerEnabled).
 func (s *Server) patchTrigger(c echo.Context) error {
 	var req wire.PatchTriggerRequest
 	if err := decodeJSON(c, &req); err != nil {
@@ -113,54 +90,18 @@ func (s *Server) patchTrigger(c echo.Context) error {
 	if req.Enabled == nil {
 		return domain.FieldErrorf("enabled", "is required (true or false)")
 	}
-	ns, name := c.Param("ns"), c.Param("name")
-	ctx := c.Request().Context()
-	now := s.now()
-	var t *domain.Trigger
-	_, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
-		t = domain.NewTrigger(ns, name)
-		stream := domain.TriggerStream(ns, name)
-		if err := tx.Load(ctx, stream, t); err != nil {
-			return err
-		}
-		evs, err := t.SetEnabled(*req.Enabled, now)
-		if err != nil {
-			return err
-		}
-		return tx.Append(ctx, stream, t, evs, workers.TriggerJobs(*t, evs)...)
-	})
+	t, err := s.cmd.SetTriggerEnabled(c.Request().Context(), metadata(c), refOf(c), *req.Enabled)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.newTrigger(*t))
+	return c.JSON(http.StatusOK, s.newTrigger(t))
 }
 
-// deleteTrigger serves DELETE /v1/namespaces/{ns}/triggers/{name}.
+// deleteTrigger serves DELETE /v1/namespaces/{ns}/triggers/{name}
+// (command.DeleteTrigger).
 func (s *Server) deleteTrigger(c echo.Context) error {
-	ns, name := c.Param("ns"), c.Param("name")
-	now := s.now()
-	_, err := s.cfg.Store.Execute(c.Request().Context(), metadata(c), func(tx *store.Tx) error {
-		return deleteTrigger(c, tx, ns, name, now)
-	})
-	if err != nil {
+	if err := s.cmd.DeleteTrigger(c.Request().Context(), metadata(c), refOf(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
-}
-
-// deleteTrigger deletes one trigger in tx with the job that stops its
-// workload or schedule (ENOTFOUND when it does not exist).
-func deleteTrigger(c echo.Context, tx *store.Tx, ns, name string, now time.Time) error {
-	ctx := c.Request().Context()
-	t := domain.NewTrigger(ns, name)
-	stream := domain.TriggerStream(ns, name)
-	if err := tx.Load(ctx, stream, t); err != nil {
-		return err
-	}
-	evs, err := t.Delete(now)
-	if err != nil {
-		return err
-	}
-	// TriggerJobs needs the type and function, which the delete folds away.
-	return tx.Append(ctx, stream, t, evs, workers.TriggerJobs(*t, evs)...)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/httpapi/command"
 	"github.com/slessio/sless/store/codestore"
 )
 
@@ -33,7 +33,8 @@ func (s *Server) registerUploadRoutes(g *echo.Group) {
 // the newest version while it waits for its build or failed it (200 with that
 // version, or 202 when its build job was lost and is queued again). A body
 // over the limit is 413 without reading the rest; a bad zip is 400, a zip
-// bomb 413, an unknown function 404.
+// bomb 413, an unknown function 404 (command.UploadCode; the name and the
+// function are checked before the body is read).
 func (s *Server) upload(c echo.Context) error {
 	ns, name := c.Param("ns"), c.Param("name")
 	ctx := c.Request().Context()
@@ -59,63 +60,15 @@ func (s *Server) upload(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	files, err := codestore.ValidateZip(zip, codestore.Limits{})
-	if err != nil {
-		return err
-	}
-	v, active, queued, err := s.recordUpload(c, current.Config.Runtime, zip, files)
+	res, err := s.cmd.UploadCode(ctx, metadata(c), command.UploadCodeInput{Ref: refOf(c), Zip: zip, Runtime: current.Config.Runtime})
 	if err != nil {
 		return err
 	}
 	status := http.StatusAccepted
-	if !queued {
+	if !res.Queued {
 		status = http.StatusOK
 	}
-	return c.JSON(status, newVersion(v, active, false))
-}
-
-// recordUpload stores validated code for a function whose runtime was read
-// as runtime, and records it as a new version unless domain.Function.Upload
-// finds an identical one. It returns the version, the active version number
-// and whether anything was queued: a new version, or the build of the
-// identical one again (requeueLostBuild).
-func (s *Server) recordUpload(c echo.Context, runtime domain.Runtime, zip []byte, files []codestore.File) (domain.Version, int, bool, error) {
-	ns, name := c.Param("ns"), c.Param("name")
-	ctx := c.Request().Context()
-	obj, err := s.cfg.Code.Put(ctx, ns, name, zip, files, s.cfg.BaseImage(string(runtime)))
-	if err != nil {
-		return domain.Version{}, 0, false, err
-	}
-	now := s.now()
-	var f *domain.Function
-	var number int
-	var requeued bool
-	evs, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
-		requeued = false
-		f = domain.NewFunction(ns, name)
-		if err := tx.Load(ctx, domain.FunctionStream(ns, name), f); err != nil {
-			return err
-		}
-		if f.Exists && f.Config.Runtime != runtime {
-			// The build context names the base image of the runtime read before.
-			return domain.Errorf(domain.ECONFLICT, "the runtime of function %q changed during the upload; upload again", name)
-		}
-		evs, n, err := f.Upload(domain.Code{Digest: obj.Digest, ZipKey: obj.ZipKey, ContextKey: obj.ContextKey}, now)
-		if err != nil {
-			return err
-		}
-		number = n
-		if len(evs) == 0 {
-			requeued, err = requeueLostBuild(c, tx, f, n)
-			return err
-		}
-		return appendFunction(c, tx, f, evs)
-	})
-	if err != nil {
-		return domain.Version{}, 0, false, err
-	}
-	v, _ := f.Version(number)
-	return v, f.ActiveVersion, len(evs) > 0 || requeued, nil
+	return c.JSON(status, newVersion(res.Version, res.Active, false))
 }
 
 // readZip returns the "code" part of a multipart body, refusing (ETOOLARGE)

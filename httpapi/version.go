@@ -6,9 +6,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/command"
 	"github.com/slessio/sless/httpapi/wire"
-	"github.com/slessio/sless/store"
-	"github.com/slessio/sless/workers"
 )
 
 // newVersion renders v as the API shows it, active when it is version
@@ -86,55 +85,20 @@ func (s *Server) getVersion(c echo.Context) error {
 }
 
 // rollback serves POST /v1/namespaces/{ns}/functions/{name}/rollback
-// {"version": n}: version n, which must have been built successfully (422
-// otherwise, 404 when unknown), becomes active again without a rebuild, with
-// its configuration; a rollout is queued. It answers the function (200). A
-// version still waiting for a build whose job was lost has it queued again
-// instead (202; roll back once it is built).
+// {"version": n} (command.Rollback): 200 with the function, or 202 when the
+// version's lost build was queued again instead (roll back once it is built).
 func (s *Server) rollback(c echo.Context) error {
 	var req wire.RollbackRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if req.Version < 1 {
-		return domain.FieldErrorf("version", "is required and must be 1 or more")
-	}
-	ns, name := c.Param("ns"), c.Param("name")
-	ctx := c.Request().Context()
-	now := s.now()
-	var f *domain.Function
-	var requeued bool
-	_, err := s.cfg.Store.Execute(ctx, metadata(c), func(tx *store.Tx) error {
-		f = domain.NewFunction(ns, name)
-		if err := tx.Load(ctx, domain.FunctionStream(ns, name), f); err != nil {
-			return err
-		}
-		var err error
-		if requeued, err = requeueLostBuild(c, tx, f, req.Version); err != nil || requeued {
-			return err
-		}
-		evs, err := f.Rollback(req.Version, now)
-		if err != nil {
-			return err
-		}
-		return appendFunction(c, tx, f, evs)
-	})
+	f, requeued, err := s.cmd.Rollback(c.Request().Context(), metadata(c), command.RollbackInput{Ref: refOf(c), Version: req.Version})
 	if err != nil {
 		return err
 	}
+	status := http.StatusOK
 	if requeued {
-		return c.JSON(http.StatusAccepted, newFunction(*f))
+		status = http.StatusAccepted
 	}
-	return c.JSON(http.StatusOK, newFunction(*f))
-}
-
-// requeueLostBuild queues the build of version n of f again when the version
-// still waits for one (Queued or Building) but no build job will run it: the
-// job was discarded, cancelled or deleted, so nothing else ever would. It
-// reports whether it queued one; a build under way is left alone.
-func requeueLostBuild(c echo.Context, tx *store.Tx, f *domain.Function, n int) (bool, error) {
-	if !f.NeedsBuild(n) {
-		return false, nil
-	}
-	return tx.Requeue(c.Request().Context(), workers.BuildArgs{Namespace: f.Namespace, Function: f.Name, Version: n, Incarnation: f.Incarnation})
+	return c.JSON(status, newFunction(f))
 }

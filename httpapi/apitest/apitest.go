@@ -1,5 +1,6 @@
 // Package apitest starts the real REST API for tests of the packages that
-// talk to it (httpapi's own, its Go client's): httpapi.New on a pgtest
+// talk to it (httpapi's own, its Go client's), or only what it runs on
+// (NewBackend, for the tests of httpapi/command): httpapi.New on a pgtest
 // database with an insert-only River client (nothing builds or runs: tests
 // record outcomes with the store, as a worker would) and an embedded S3
 // server, behind httptest. The calling package's TestMain must run
@@ -38,10 +39,18 @@ type Server struct {
 	S3    *s3embed.Server
 }
 
-// Start starts the API with a Config holding the Store and the Code store,
-// which configure completes (a Verifier at least) before httpapi.New. It
-// stops everything when the test ends.
-func Start(t testing.TB, configure func(*httpapi.Config)) *Server {
+// Backend is what the API runs on: a Store with an insert-only River client
+// on the package's shared pgtest database, and a code store on an embedded
+// S3 server.
+type Backend struct {
+	Store *store.Store
+	Pool  *pgxpool.Pool
+	Code  *codestore.Store
+	S3    *s3embed.Server
+}
+
+// NewBackend starts a Backend, stopped when the test ends.
+func NewBackend(t testing.TB) *Backend {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
@@ -49,7 +58,6 @@ func Start(t testing.TB, configure func(*httpapi.Config)) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.New(pool, rc)
 	s3, err := s3embed.Start(ctx, s3embed.Options{Dir: t.TempDir(), AccessKey: S3AccessKey, SecretKey: S3SecretKey})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +67,16 @@ func Start(t testing.TB, configure func(*httpapi.Config)) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := httpapi.Config{Store: st, Code: code}
+	return &Backend{Store: store.New(pool, rc), Pool: pool, Code: code, S3: s3}
+}
+
+// Start starts the API with a Config holding the Store and the Code store,
+// which configure completes (a Verifier at least) before httpapi.New. It
+// stops everything when the test ends.
+func Start(t testing.TB, configure func(*httpapi.Config)) *Server {
+	t.Helper()
+	b := NewBackend(t)
+	cfg := httpapi.Config{Store: b.Store, Code: b.Code}
 	configure(&cfg)
 	api, err := httpapi.New(cfg)
 	if err != nil {
@@ -67,7 +84,7 @@ func Start(t testing.TB, configure func(*httpapi.Config)) *Server {
 	}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	return &Server{URL: srv.URL, API: api, Store: st, Pool: pool, S3: s3}
+	return &Server{URL: srv.URL, API: api, Store: b.Store, Pool: b.Pool, S3: b.S3}
 }
 
 // Record appends what cmd decides on function name as a worker would (a

@@ -1,0 +1,199 @@
+package command
+
+import (
+	"context"
+
+	"github.com/riverqueue/river"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/workers"
+)
+
+// CreateFunctionInput is a new function: its name and configuration.
+type CreateFunctionInput struct {
+	Namespace string
+	Name      string
+	Spec      domain.FunctionSpec
+}
+
+// CreateFunction creates a function (Pending until code is uploaded) and
+// ensures its namespace, so the operators' tenant list includes every
+// namespace that has functions.
+//
+// Errors: EINVALID (name or configuration), ECONFLICT (the name exists).
+func (c *Commands) CreateFunction(ctx context.Context, meta store.Metadata, in CreateFunctionInput) (domain.Function, error) {
+	now := c.now()
+	f, _, err := run(ctx, c, meta, newFunction(Ref{in.Namespace, in.Name}), func(tx *store.Tx, f *domain.Function) error {
+		if err := ensureNamespace(ctx, tx, in.Namespace, now); err != nil {
+			return err
+		}
+		_, err := change(ctx, tx, domain.FunctionStream(f.Namespace, f.Name), f,
+			func() ([]domain.Event, error) { return f.Create(in.Spec, now) }, nil)
+		return err
+	})
+	return f, err
+}
+
+// FunctionPatch is a partial configuration: the fields that are not nil
+// replace the current ones.
+type FunctionPatch struct {
+	Runtime        *string
+	Entrypoint     *string
+	MemoryMB       *int
+	TimeoutSec     *int
+	EnvVars        *map[string]string
+	MaxConcurrency *int
+	RetrySafe      *bool
+}
+
+// over returns the spec of cur with the fields of p over it. When the
+// runtime changes and the entrypoint was the old runtime's default and is not
+// given, the new runtime's default follows (handler.handle means nothing in Go).
+func (p FunctionPatch) over(cur domain.FunctionConfig) domain.FunctionSpec {
+	spec := domain.FunctionSpec{Runtime: string(cur.Runtime), Entrypoint: cur.Entrypoint,
+		MemoryMB: cur.MemoryMB, TimeoutSec: cur.TimeoutSec, EnvVars: cur.EnvVars, MaxConcurrency: cur.MaxConcurrency,
+		RetrySafe: cur.RetrySafe}
+	if p.Runtime != nil && *p.Runtime != spec.Runtime {
+		if cur.Entrypoint == domain.DefaultEntrypoint(cur.Runtime) {
+			spec.Entrypoint = ""
+		}
+		spec.Runtime = *p.Runtime
+	}
+	set(&spec.Entrypoint, p.Entrypoint)
+	set(&spec.MemoryMB, p.MemoryMB)
+	set(&spec.TimeoutSec, p.TimeoutSec)
+	set(&spec.EnvVars, p.EnvVars)
+	set(&spec.MaxConcurrency, p.MaxConcurrency)
+	set(&spec.RetrySafe, p.RetrySafe)
+	return spec
+}
+
+// set replaces *dst by *v when v is given.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// UpdateFunctionInput changes a function's configuration.
+type UpdateFunctionInput struct {
+	Ref
+	Patch FunctionPatch
+}
+
+// UpdateFunction merges the patch over the current configuration. When code
+// exists a changed configuration makes a new version, built unless the same
+// code was built for the same runtime and entrypoint already, and rolled out.
+//
+// Errors: ENOTFOUND, EINVALID (the merged configuration).
+func (c *Commands) UpdateFunction(ctx context.Context, meta store.Metadata, in UpdateFunctionInput) (domain.Function, error) {
+	now := c.now()
+	f, _, err := run(ctx, c, meta, newFunction(in.Ref), func(tx *store.Tx, f *domain.Function) error {
+		return changeFunction(ctx, tx, f, func() ([]domain.Event, error) { return f.UpdateConfig(in.Patch.over(f.Config), now) })
+	})
+	return f, err
+}
+
+// DeleteFunction deletes a function with its versions and its triggers in one
+// transaction; a cleanup job removes workloads, schedules and stored code.
+// Jobs that ran it stay (history).
+//
+// Errors: ENOTFOUND.
+func (c *Commands) DeleteFunction(ctx context.Context, meta store.Metadata, in Ref) error {
+	now := c.now()
+	_, _, err := run(ctx, c, meta, newFunction(in), func(tx *store.Tx, f *domain.Function) error {
+		// Locked as trigger creation locks it: a trigger created meanwhile is
+		// either seen and deleted here, or refused for a missing function.
+		if err := tx.Lock(ctx, domain.FunctionStream(f.Namespace, f.Name)); err != nil {
+			return err
+		}
+		if err := changeFunction(ctx, tx, f, func() ([]domain.Event, error) { return f.Delete(now) }); err != nil {
+			return err
+		}
+		triggers, err := tx.ListTriggers(ctx, in.Namespace, in.Name)
+		if err != nil {
+			return err
+		}
+		for _, t := range triggers {
+			if err := deleteTrigger(ctx, tx, Ref{in.Namespace, t.Name}, now); err != nil && domain.ErrorCode(err) != domain.ENOTFOUND {
+				return err
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+// RollbackInput names the version to make active again.
+type RollbackInput struct {
+	Ref
+	Version int
+}
+
+// Rollback makes version n, which must have been built successfully, active
+// again with its configuration and without a rebuild; a rollout is queued.
+// A version still waiting for a build whose job was lost has that build
+// queued again instead, and requeued is true (roll back once it is built).
+//
+// Errors: EINVALID (n < 1), ENOTFOUND (function or version),
+// EUNPROCESSABLE (a version that is not built).
+func (c *Commands) Rollback(ctx context.Context, meta store.Metadata, in RollbackInput) (f domain.Function, requeued bool, err error) {
+	if in.Version < 1 {
+		return domain.Function{}, false, domain.FieldErrorf("version", "is required and must be 1 or more")
+	}
+	now := c.now()
+	f, _, err = run(ctx, c, meta, newFunction(in.Ref), func(tx *store.Tx, f *domain.Function) error {
+		return changeFunction(ctx, tx, f, func() ([]domain.Event, error) {
+			var err error
+			if requeued, err = requeueLostBuild(ctx, tx, f, in.Version); err != nil || requeued {
+				return nil, err
+			}
+			return f.Rollback(in.Version, now)
+		})
+	})
+	return f, requeued, err
+}
+
+// newFunction returns a maker of the empty aggregate of function in.
+func newFunction(in Ref) func() *domain.Function {
+	return func() *domain.Function { return domain.NewFunction(in.Namespace, in.Name) }
+}
+
+// changeFunction is change on f's stream with the jobs its events cause
+// (workers.FunctionJobs needs them folded into f).
+func changeFunction(ctx context.Context, tx *store.Tx, f *domain.Function, decide func() ([]domain.Event, error)) error {
+	_, err := change(ctx, tx, domain.FunctionStream(f.Namespace, f.Name), f, decide,
+		func(evs []domain.Event) []river.InsertManyParams { return workers.FunctionJobs(f, evs) })
+	return err
+}
+
+// requeueLostBuild queues the build of version n of f again when the version
+// still waits for one (Queued or Building) but no build job will run it: the
+// job was discarded, cancelled or deleted, so nothing else ever would. It
+// reports whether it queued one; a build under way is left alone.
+func requeueLostBuild(ctx context.Context, tx *store.Tx, f *domain.Function, n int) (bool, error) {
+	if !f.NeedsBuild(n) {
+		return false, nil
+	}
+	return tx.Requeue(ctx, workers.BuildArgs{Namespace: f.Namespace, Function: f.Name, Version: n, Incarnation: f.Incarnation})
+}
+
+// requireFunction checks that a function another aggregate refers to exists,
+// and locks it against a concurrent delete until tx ends. A missing one is
+// EUNPROCESSABLE naming the field: the request is well-formed but names
+// nothing that exists (404 would suggest a wrong URL).
+func requireFunction(ctx context.Context, tx *store.Tx, ns, name string) error {
+	if err := tx.Lock(ctx, domain.FunctionStream(ns, name)); err != nil {
+		return err
+	}
+	f := domain.NewFunction(ns, name)
+	if err := tx.Load(ctx, domain.FunctionStream(ns, name), f); err != nil {
+		return err
+	}
+	if !f.Exists {
+		return &domain.Error{Code: domain.EUNPROCESSABLE, Field: "function",
+			Message: "function: " + name + " does not exist in this namespace; create it first"}
+	}
+	return nil
+}

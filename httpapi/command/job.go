@@ -1,0 +1,99 @@
+package command
+
+import (
+	"context"
+
+	"github.com/riverqueue/river"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/workers"
+)
+
+// CreateJobInput is a new one-shot job of an existing function.
+type CreateJobInput struct {
+	Namespace string
+	Name      string
+	Spec      domain.JobSpec
+}
+
+// CreateJob creates a job; its first run is queued when Spec.RunID > 0.
+//
+// Errors: EINVALID, ECONFLICT (the name exists), EUNPROCESSABLE (field
+// "function": no such function).
+func (c *Commands) CreateJob(ctx context.Context, meta store.Metadata, in CreateJobInput) (domain.Job, error) {
+	now := c.now()
+	j, _, err := run(ctx, c, meta, newJob(Ref{in.Namespace, in.Name}), func(tx *store.Tx, j *domain.Job) error {
+		return changeJob(ctx, tx, j, func() ([]domain.Event, error) {
+			evs, err := j.Create(in.Spec, now)
+			if err != nil {
+				return nil, err
+			}
+			return evs, requireFunction(ctx, tx, in.Namespace, in.Spec.Function)
+		})
+	})
+	return j, err
+}
+
+// SetJobRunID sets a job's run id, Terraform's way of asking for a run: a
+// larger one queues a run (started is true), the same one changes nothing.
+//
+// Errors: ENOTFOUND, EINVALID (a smaller run id), EUNPROCESSABLE (the
+// function is gone).
+func (c *Commands) SetJobRunID(ctx context.Context, meta store.Metadata, in Ref, runID int64) (j domain.Job, started bool, err error) {
+	return c.rerun(ctx, meta, in, func(*domain.Job) int64 { return runID })
+}
+
+// RerunJob runs a job again: its run id grows by one.
+//
+// Errors: ENOTFOUND, EUNPROCESSABLE (the function is gone).
+func (c *Commands) RerunJob(ctx context.Context, meta store.Metadata, in Ref) (domain.Job, error) {
+	j, _, err := c.rerun(ctx, meta, in, func(j *domain.Job) int64 { return j.RunID + 1 })
+	return j, err
+}
+
+// rerun sets the run id that next returns for the job's current state.
+func (c *Commands) rerun(ctx context.Context, meta store.Metadata, in Ref, next func(*domain.Job) int64) (domain.Job, bool, error) {
+	now := c.now()
+	j, evs, err := run(ctx, c, meta, newJob(in), func(tx *store.Tx, j *domain.Job) error {
+		return changeJob(ctx, tx, j, func() ([]domain.Event, error) {
+			evs, err := j.SetRunID(next(j), now)
+			if err != nil || len(evs) == 0 {
+				return evs, err
+			}
+			return evs, requireFunction(ctx, tx, in.Namespace, j.Function)
+		})
+	})
+	return j, len(evs) > 0, err
+}
+
+// DeleteJob deletes a job; its unfinished runs are cancelled.
+//
+// Errors: ENOTFOUND.
+func (c *Commands) DeleteJob(ctx context.Context, meta store.Metadata, in Ref) error {
+	now := c.now()
+	_, _, err := run(ctx, c, meta, newJob(in), func(tx *store.Tx, j *domain.Job) error {
+		if err := changeJob(ctx, tx, j, func() ([]domain.Event, error) { return j.Delete(now) }); err != nil {
+			return err
+		}
+		// A run still going is stopped once this commits, and recorded as
+		// cancelled.
+		return workers.CancelRunTx(ctx, tx.Tx, in.Namespace, in.Name)
+	})
+	return err
+}
+
+// newJob returns a maker of the empty aggregate of job in.
+func newJob(in Ref) func() *domain.Job {
+	return func() *domain.Job { return domain.NewJob(in.Namespace, in.Name) }
+}
+
+// changeJob is change on j's stream with the runs its events request,
+// chosen from the state before them (workers.RunJobs counts incarnations).
+func changeJob(ctx context.Context, tx *store.Tx, j *domain.Job, decide func() ([]domain.Event, error)) error {
+	var before domain.Job
+	_, err := change(ctx, tx, domain.JobStream(j.Namespace, j.Name), j,
+		func() ([]domain.Event, error) { before = *j; return decide() },
+		func(evs []domain.Event) []river.InsertManyParams { return workers.RunJobs(&before, evs) })
+	return err
+}
