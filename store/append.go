@@ -62,6 +62,16 @@ RETURNING position, tx_id, stream_version, type, data, recorded_at`
 // Errors: as Append.
 func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, streamID string, expectedVersion int64,
 	events []NewEvent, meta Metadata) ([]Event, error) {
+	out, err := s.insertEvents(ctx, tx, streamID, expectedVersion, events, meta)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.project(ctx, tx, out, nil)
+}
+
+// insertEvents is AppendTx without the projector.
+func (s *Store) insertEvents(ctx context.Context, tx pgx.Tx, streamID string, expectedVersion int64,
+	events []NewEvent, meta Metadata) ([]Event, error) {
 	if err := validateAppend(streamID, expectedVersion, events); err != nil {
 		return nil, err
 	}
@@ -103,14 +113,20 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, streamID string, expect
 	}
 	// RETURNING order is not guaranteed; versions are.
 	slices.SortFunc(out, func(a, b Event) int { return cmp.Compare(a.StreamVersion, b.StreamVersion) })
-	if s.projector != nil {
-		for _, ev := range out {
-			if err := s.projector(ctx, tx, ev); err != nil {
-				return nil, fmt.Errorf("project %s (%s v%d): %w", ev.Type, ev.StreamID, ev.StreamVersion, err)
-			}
-		}
-	}
 	return out, nil
+}
+
+// project runs the projector, if any, on events just inserted into one
+// stream, with state folded through them (nil: unknown).
+func (s *Store) project(ctx context.Context, tx pgx.Tx, evs []Event, state Aggregate) error {
+	if s.projector == nil {
+		return nil
+	}
+	if err := s.projector(ctx, tx, evs, state); err != nil {
+		last := evs[len(evs)-1]
+		return fmt.Errorf("project %s (%s v%d): %w", last.Type, last.StreamID, last.StreamVersion, err)
+	}
+	return nil
 }
 
 func validateAppend(streamID string, expectedVersion int64, events []NewEvent) error {

@@ -81,7 +81,7 @@ func Fold(evs []Event, agg Aggregate) error {
 //
 // Errors: EUNAVAILABLE, EINTERNAL (an undecodable event).
 func (t *Tx) Load(ctx context.Context, streamID string, agg Aggregate) error {
-	evs, err := t.s.readStreamTx(ctx, t.Tx, streamID, 1)
+	evs, err := readStream(ctx, t.Tx, streamID, 1)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (t *Tx) Append(ctx context.Context, streamID string, agg Aggregate, events 
 		for i, e := range events {
 			batch[i] = NewEvent{Type: e.EventType(), Data: e}
 		}
-		stored, err := t.s.AppendTx(ctx, t.Tx, streamID, expected, batch, t.meta)
+		stored, err := t.s.insertEvents(ctx, t.Tx, streamID, expected, batch, t.meta)
 		if err != nil {
 			if domain.ErrorCode(err) == domain.ECONFLICT {
 				return &raceError{err}
@@ -122,6 +122,9 @@ func (t *Tx) Append(ctx context.Context, streamID string, agg Aggregate, events 
 		t.appended = append(t.appended, stored...)
 		for _, e := range events {
 			agg.Apply(e)
+		}
+		if err := t.s.project(ctx, t.Tx, stored, agg); err != nil {
+			return err
 		}
 	}
 	if len(jobs) > 0 {

@@ -26,8 +26,14 @@
 //
 // # Projections
 //
-// A Projector set with SetProjector runs for each appended event inside the append
-// transaction, so read models are always exactly as new as the events.
+// A Projector set with SetProjector runs for each append inside its
+// transaction, so read models are always exactly as new as the events. The
+// installed one, Project, writes an object's row from its aggregate folded
+// through the new events (Tx.Append passes the one it folded; a plain Append
+// lets Project fold the stream, as RebuildProjections does while replaying):
+// the lifecycle rules live in domain's Apply only, and a test replays random
+// histories to check rows == fold. A new event type needs its Apply case and,
+// when it adds a column or a history row, a line in projection.go.
 //
 // # Routes
 //

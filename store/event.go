@@ -43,9 +43,11 @@ type Cursor struct {
 	Position int64  `json:"position"`
 }
 
-// Projector updates read models for one appended event, inside the append's
-// transaction; an error rolls the whole append back.
-type Projector func(ctx context.Context, tx pgx.Tx, ev Event) error
+// Projector updates read models for events just appended to one stream, in
+// order, inside the append's transaction; state is the stream's aggregate
+// folded through the last of them, or nil when the append came without one
+// (Store.Append, AppendTx). An error rolls the whole append back.
+type Projector func(ctx context.Context, tx pgx.Tx, evs []Event, state Aggregate) error
 
 // NamespaceOf returns the namespace of a stream id "<kind>:<namespace>/<name>",
 // or "" when the id has no such form.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,164 +15,201 @@ import (
 // projectionTables lists every read model, in an order safe to truncate.
 var projectionTables = []string{"namespaces", "functions", "function_versions", "activations", "triggers", "jobs"}
 
-// Project updates the read models for one appended event, inside the append
-// transaction (read-your-writes). It is the projector the Store installs.
-// Times come from the event payloads, so a rebuild yields identical rows.
-func Project(ctx context.Context, tx pgx.Tx, ev Event) error {
-	de, err := domain.DecodeEvent(ev.Type, ev.Data)
-	if err != nil {
-		return err
+// Project updates the read models for events just appended to one stream,
+// inside the append transaction (read-your-writes). It is the projector the
+// Store installs.
+//
+// The rows of an object (a function and its versions, a trigger, a job) are
+// written from state, the stream's aggregate folded through the last of evs,
+// so the read model says what domain's Apply says and no lifecycle rule (a
+// phase, a late build result, a rollout of an older version) is written a
+// second time in SQL. Only history rows (activations, a namespace's first
+// sighting) and the times kept beside the state come from the events. With a
+// nil state (Store.Append of domain events) Project folds the stream itself.
+// Every statement goes to the database in one round trip.
+func Project(ctx context.Context, tx pgx.Tx, evs []Event, state Aggregate) error {
+	if len(evs) == 0 {
+		return nil
 	}
-	ns, name := splitStream(ev.StreamID)
-	var sql string
-	var args []any
-	switch e := de.(type) {
-	case domain.NamespaceEnsured:
-		sql, args = `INSERT INTO namespaces (name, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, []any{e.Namespace, e.At}
-	case domain.FunctionCreated:
-		sql = `INSERT INTO functions (namespace, name, runtime, entrypoint, memory_mb, timeout_sec, env_vars, max_concurrency, retry_safe, phase, created_at)
-		       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'Pending', $10)`
-		args = append([]any{ns, name}, configArgs(e.Config)...)
-		args = append(args, e.At)
-	case domain.FunctionConfigUpdated:
-		sql = `UPDATE functions SET runtime = $3, entrypoint = $4, memory_mb = $5, timeout_sec = $6, env_vars = $7, max_concurrency = $8,
-		                            retry_safe = $9
-		       WHERE namespace = $1 AND name = $2`
-		args = append([]any{ns, name}, configArgs(e.Config)...)
-	case domain.FunctionDeleted:
-		sql = `WITH v AS (DELETE FROM function_versions WHERE namespace = $1 AND function = $2),
-		            a AS (DELETE FROM activations WHERE namespace = $1 AND function = $2)
-		       DELETE FROM functions WHERE namespace = $1 AND name = $2`
-		args = []any{ns, name}
-	case domain.VersionCreated:
-		cfg, _ := json.Marshal(e.Config)
-		sql = `WITH v AS (INSERT INTO function_versions (namespace, function, version, digest, zip_key, context_key, config, build_status, created_at)
-		                  VALUES ($1, $2, $10, $11, $12, $13, $14, 'Queued', $15))
-		       UPDATE functions SET runtime = $3, entrypoint = $4, memory_mb = $5, timeout_sec = $6, env_vars = $7, max_concurrency = $8,
-		                            retry_safe = $9, phase = 'Building', message = ''
-		       WHERE namespace = $1 AND name = $2`
-		args = append([]any{ns, name}, configArgs(e.Config)...)
-		args = append(args, e.Version, e.Digest, e.ZipKey, e.ContextKey, cfg, e.At)
-	case domain.BuildStarted:
-		sql = `UPDATE function_versions SET build_status = 'Building' WHERE namespace = $1 AND function = $2 AND version = $3`
-		args = []any{ns, name, e.Version}
-	case domain.BuildSucceeded:
-		sql = `WITH f AS (UPDATE functions SET last_built_at = $6 WHERE namespace = $1 AND name = $2)
-		       UPDATE function_versions SET build_status = 'Succeeded', image = $4, message = '', build_log = $5, built_at = $6
-		       WHERE namespace = $1 AND function = $2 AND version = $3`
-		args = []any{ns, name, e.Version, e.Image, e.Log, e.At}
-	case domain.BuildFailed:
-		// Only a failure of the newest version makes the function Failed: an old
-		// build finishing late must not hide the newer state.
-		sql = `WITH f AS (UPDATE functions SET last_built_at = $6,
-		                      phase   = CASE WHEN $3 = (SELECT max(version) FROM function_versions WHERE namespace = $1 AND function = $2) THEN 'Failed' ELSE phase END,
-		                      message = CASE WHEN $3 = (SELECT max(version) FROM function_versions WHERE namespace = $1 AND function = $2) THEN $4 ELSE message END
-		                  WHERE namespace = $1 AND name = $2)
-		       UPDATE function_versions SET build_status = 'Failed', message = $4, build_log = $5, built_at = $6
-		       WHERE namespace = $1 AND function = $2 AND version = $3`
-		args = []any{ns, name, e.Version, e.Message, e.Log, e.At}
-	case domain.VersionActivated:
-		sql = `WITH a AS (INSERT INTO activations (position, namespace, function, version, from_version, reason, actor, activated_at)
-		                  VALUES ($4, $1, $2, $3, $5, $6, $7, $8))
-		       UPDATE functions SET active_version = $3, phase = 'Ready', message = '' WHERE namespace = $1 AND name = $2`
-		if e.Reason == domain.ActivationRollback { // the version's configuration comes back (domain.Function.Apply)
-			sql = `WITH a AS (INSERT INTO activations (position, namespace, function, version, from_version, reason, actor, activated_at)
-			                  VALUES ($4, $1, $2, $3, $5, $6, $7, $8))
-			       UPDATE functions f SET active_version = $3, phase = 'Ready', message = '',` + versionConfigSet + `
-			       FROM (VALUES (1)) one LEFT JOIN function_versions v ON v.namespace = $1 AND v.function = $2 AND v.version = $3
-			       WHERE f.namespace = $1 AND f.name = $2`
+	streamID := evs[0].StreamID
+	if state == nil {
+		var err error
+		if state, err = foldStream(ctx, tx, streamID); err != nil {
+			return err
 		}
-		args = []any{ns, name, e.Version, ev.Position, e.From, e.Reason, ev.Metadata.Actor, e.At}
-	case domain.RolloutCompleted:
-		sql = `UPDATE functions SET endpoint = $4, serving_version = $3,
-		                            phase   = CASE WHEN phase = 'Building' THEN phase ELSE 'Ready' END,
-		                            message = CASE WHEN phase = 'Building' THEN message ELSE '' END
-		       WHERE namespace = $1 AND name = $2 AND active_version = $3`
-		args = []any{ns, name, e.Version, e.Endpoint}
-	case domain.RolloutFailed:
-		sql = `UPDATE functions SET endpoint = '', serving_version = 0, phase = 'Failed', message = $4
-		       WHERE namespace = $1 AND name = $2 AND active_version = $3`
-		args = []any{ns, name, e.Version, e.Message}
-	case domain.TriggerCreated:
-		sql = `INSERT INTO triggers (namespace, name, type, function, schedule, enabled, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`
-		args = []any{ns, name, string(e.Type), e.Function, e.Schedule, e.Enabled, e.At}
-	case domain.TriggerEnabled:
-		sql, args = `UPDATE triggers SET enabled = true WHERE namespace = $1 AND name = $2`, []any{ns, name}
-	case domain.TriggerDisabled:
-		sql, args = `UPDATE triggers SET enabled = false WHERE namespace = $1 AND name = $2`, []any{ns, name}
-	case domain.TriggerActiveChanged:
-		sql = `UPDATE triggers SET active = $3, active_since = CASE WHEN $3 THEN $4::timestamptz END WHERE namespace = $1 AND name = $2`
-		args = []any{ns, name, e.Active, e.At}
-	case domain.TriggerDeleted:
-		sql, args = `DELETE FROM triggers WHERE namespace = $1 AND name = $2`, []any{ns, name}
-	case domain.JobCreated:
-		sql = `INSERT INTO jobs (namespace, name, function, event, phase, created_at) VALUES ($1, $2, $3, $4, 'Pending', $5)`
-		args = []any{ns, name, e.Function, []byte(e.Event), e.At}
-	case domain.JobRunRequested:
-		sql = `UPDATE jobs SET run_id = $3, phase = 'Pending', version = 0, message = '', output = '', started_at = NULL, completed_at = NULL
-		       WHERE namespace = $1 AND name = $2`
-		args = []any{ns, name, e.RunID}
-	case domain.JobStarted:
-		sql = `UPDATE jobs SET phase = 'Running', version = $4, started_at = $5 WHERE namespace = $1 AND name = $2 AND run_id = $3`
-		args = []any{ns, name, e.RunID, e.Version, e.At}
-	case domain.JobSucceeded:
-		sql = `UPDATE jobs SET phase = 'Succeeded', message = $4, output = $5, completed_at = $6 WHERE namespace = $1 AND name = $2 AND run_id = $3`
-		args = []any{ns, name, e.RunID, e.Result, e.Output, e.At}
-	case domain.JobFailed:
-		sql = `UPDATE jobs SET phase = 'Failed', message = $4, output = $5, completed_at = $6 WHERE namespace = $1 AND name = $2 AND run_id = $3`
-		args = []any{ns, name, e.RunID, e.Message, e.Output, e.At}
-	case domain.JobDeleted:
-		sql, args = `DELETE FROM jobs WHERE namespace = $1 AND name = $2`, []any{ns, name}
+	}
+	ns, name := splitStream(streamID)
+	des := make([]domain.Event, len(evs))
+	for i, ev := range evs {
+		de, err := domain.DecodeEvent(ev.Type, ev.Data)
+		if err != nil {
+			return err
+		}
+		des[i] = de
+	}
+	b := &pgx.Batch{}
+	switch s := state.(type) {
+	case *domain.Function:
+		projectFunction(b, evs, des, s, ns, name)
+	case *domain.Trigger:
+		projectTrigger(b, des, s, ns, name)
+	case *domain.Job:
+		projectJob(b, s, ns, name)
+	case *domain.Namespace:
+		for _, de := range des {
+			if e, ok := de.(domain.NamespaceEnsured); ok {
+				b.Queue(`INSERT INTO namespaces (name, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, e.Namespace, e.At)
+			}
+		}
 	default:
-		return domain.Errorf(domain.EINTERNAL, "no projection for event type %q", ev.Type)
+		return domain.Errorf(domain.EINTERNAL, "no projection for stream %q (%T)", streamID, state)
 	}
-	if _, ok := de.(domain.TriggerDeleted); ok { // the route notice needs the row
-		if err := notifyTriggerRoute(ctx, tx, ns, name); err != nil {
-			return fmt.Errorf("notify route of %s: %w", ev.StreamID, err)
-		}
-	}
-	if _, err := tx.Exec(ctx, sql, args...); err != nil {
-		return fmt.Errorf("project %s of %s: %w", ev.Type, ev.StreamID, err)
-	}
-	if err := notifyRouteOf(ctx, tx, de, ns, name); err != nil {
-		return fmt.Errorf("notify route of %s: %w", ev.StreamID, err)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("project %d event(s) of %s: %w", len(evs), streamID, err)
 	}
 	return nil
 }
 
-// notifyRouteOf announces, for the invoke proxy, the function whose route an
-// event may change (see RoutesChannel): every function event, and the
-// creation, enabling and disabling of http triggers.
-func notifyRouteOf(ctx context.Context, tx pgx.Tx, de domain.Event, ns, name string) error {
-	switch e := de.(type) {
-	case domain.FunctionCreated, domain.FunctionConfigUpdated, domain.FunctionDeleted, domain.VersionCreated,
-		domain.BuildFailed, domain.VersionActivated, domain.RolloutCompleted, domain.RolloutFailed:
-		return notifyRoute(ctx, tx, ns, name)
-	case domain.TriggerCreated:
-		if e.Type == domain.TriggerHTTP {
-			return notifyRoute(ctx, tx, ns, e.Function)
+// projectFunction writes the function's row and the rows of the versions evs
+// touch from f, after the history rows of evs (a delete first, activations).
+func projectFunction(b *pgx.Batch, evs []Event, des []domain.Event, f *domain.Function, ns, name string) {
+	touched := map[int]bool{}
+	route := false
+	for i, de := range des {
+		switch e := de.(type) {
+		case domain.FunctionDeleted:
+			b.Queue(`WITH v AS (DELETE FROM function_versions WHERE namespace = $1 AND function = $2),
+			              a AS (DELETE FROM activations WHERE namespace = $1 AND function = $2)
+			         DELETE FROM functions WHERE namespace = $1 AND name = $2`, ns, name)
+			clear(touched)
+			route = true
+		case domain.VersionCreated:
+			touched[e.Version], route = true, true
+		case domain.BuildStarted:
+			touched[e.Version] = true
+		case domain.BuildSucceeded:
+			touched[e.Version] = true
+		case domain.BuildFailed:
+			touched[e.Version], route = true, true
+		case domain.VersionActivated:
+			b.Queue(`INSERT INTO activations (position, namespace, function, version, from_version, reason, actor, activated_at)
+			         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+				evs[i].Position, ns, name, e.Version, e.From, e.Reason, evs[i].Metadata.Actor, e.At)
+			route = true
+		case domain.FunctionCreated, domain.FunctionConfigUpdated, domain.RolloutCompleted, domain.RolloutFailed:
+			route = true
 		}
-	case domain.TriggerEnabled, domain.TriggerDisabled:
-		return notifyTriggerRoute(ctx, tx, ns, name)
 	}
-	return nil
+	if f.Exists {
+		c := f.Config
+		env, _ := json.Marshal(c.EnvVars)
+		b.Queue(`INSERT INTO functions (namespace, name, runtime, entrypoint, memory_mb, timeout_sec, env_vars, max_concurrency, retry_safe,
+		                                phase, message, active_version, serving_version, endpoint, created_at, last_built_at)
+		         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+		         ON CONFLICT (namespace, name) DO UPDATE SET runtime = $3, entrypoint = $4, memory_mb = $5, timeout_sec = $6, env_vars = $7,
+		             max_concurrency = $8, retry_safe = $9, phase = $10, message = $11, active_version = $12, serving_version = $13,
+		             endpoint = $14, created_at = $15, last_built_at = $16`,
+			ns, name, string(c.Runtime), c.Entrypoint, c.MemoryMB, c.TimeoutSec, env, c.MaxConcurrency, c.RetrySafe,
+			string(f.Phase), f.Message, f.ActiveVersion, f.ServingVersion, f.Endpoint, f.CreatedAt, nullTime(f.LastBuiltAt))
+		for _, v := range f.Versions {
+			if !touched[v.Number] {
+				continue
+			}
+			cfg, _ := json.Marshal(v.Config)
+			b.Queue(`INSERT INTO function_versions (namespace, function, version, digest, zip_key, context_key, config, build_status,
+			                                        image, message, build_log, created_at, built_at)
+			         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			         ON CONFLICT (namespace, function, version) DO UPDATE SET build_status = $8, image = $9, message = $10,
+			             build_log = $11, built_at = $13`,
+				ns, name, v.Number, v.Digest, v.ZipKey, v.ContextKey, cfg, string(v.BuildStatus),
+				v.Image, v.Message, v.BuildLog, v.CreatedAt, nullTime(v.BuiltAt))
+		}
+	}
+	if route {
+		queueNotifyRoute(b, ns, name)
+	}
 }
 
-// versionConfigSet sets the configuration columns of functions f from the
-// config snapshot of version v, as configArgs would from the domain value
-// (omitted zero values included); a missing version leaves them as they are.
-const versionConfigSet = `
-	runtime         = coalesce(v.config->>'runtime', f.runtime),
-	entrypoint      = coalesce(v.config->>'entrypoint', f.entrypoint),
-	memory_mb       = coalesce((v.config->>'memory_mb')::int, f.memory_mb),
-	timeout_sec     = coalesce((v.config->>'timeout_sec')::int, f.timeout_sec),
-	env_vars        = coalesce(v.config->'env_vars', f.env_vars),
-	max_concurrency = CASE WHEN v.config IS NULL THEN f.max_concurrency ELSE coalesce((v.config->>'max_concurrency')::int, 0) END,
-	retry_safe      = CASE WHEN v.config IS NULL THEN f.retry_safe ELSE coalesce((v.config->>'retry_safe')::boolean, false) END`
+// projectTrigger writes the trigger's row from t (or deletes it), and the time
+// it last became active from the event that says so.
+func projectTrigger(b *pgx.Batch, des []domain.Event, t *domain.Trigger, ns, name string) {
+	route := false
+	for _, de := range des {
+		switch de.(type) {
+		case domain.TriggerDeleted: // the route notice needs the row
+			queueNotifyTriggerRoute(b, ns, name)
+		case domain.TriggerCreated, domain.TriggerEnabled, domain.TriggerDisabled:
+			route = true
+		}
+	}
+	if !t.Exists {
+		b.Queue(`DELETE FROM triggers WHERE namespace = $1 AND name = $2`, ns, name)
+		return
+	}
+	b.Queue(`INSERT INTO triggers (namespace, name, type, function, schedule, enabled, active, created_at)
+	         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	         ON CONFLICT (namespace, name) DO UPDATE SET type = $3, function = $4, schedule = $5, enabled = $6, active = $7, created_at = $8`,
+		ns, name, string(t.Type), t.Function, t.Schedule, t.Enabled, t.Active, t.CreatedAt)
+	for _, de := range des {
+		if e, ok := de.(domain.TriggerActiveChanged); ok {
+			b.Queue(`UPDATE triggers SET active_since = CASE WHEN $3 THEN $4::timestamptz END WHERE namespace = $1 AND name = $2`,
+				ns, name, e.Active, e.At)
+		}
+	}
+	if route && t.Type == domain.TriggerHTTP {
+		queueNotifyRoute(b, ns, t.Function)
+	}
+}
 
-func configArgs(c domain.FunctionConfig) []any {
-	env, _ := json.Marshal(c.EnvVars)
-	return []any{string(c.Runtime), c.Entrypoint, c.MemoryMB, c.TimeoutSec, env, c.MaxConcurrency, c.RetrySafe}
+// projectJob writes the job's row from j, or deletes it.
+func projectJob(b *pgx.Batch, j *domain.Job, ns, name string) {
+	if !j.Exists {
+		b.Queue(`DELETE FROM jobs WHERE namespace = $1 AND name = $2`, ns, name)
+		return
+	}
+	b.Queue(`INSERT INTO jobs (namespace, name, function, event, run_id, phase, version, message, output, started_at, completed_at, created_at)
+	         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+	         ON CONFLICT (namespace, name) DO UPDATE SET function = $3, event = $4, run_id = $5, phase = $6, version = $7, message = $8,
+	             output = $9, started_at = $10, completed_at = $11, created_at = $12`,
+		ns, name, j.Function, []byte(j.Event), j.RunID, string(j.Phase), j.Version, j.Message, j.Output,
+		nullTime(j.StartedAt), nullTime(j.CompletedAt), j.CreatedAt)
+}
+
+// nullTime is t, or NULL for the zero time.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// newAggregate returns the empty aggregate of a stream, by its kind.
+func newAggregate(streamID string) (Aggregate, error) {
+	ns, name := splitStream(streamID)
+	switch streamID {
+	case domain.FunctionStream(ns, name):
+		return domain.NewFunction(ns, name), nil
+	case domain.TriggerStream(ns, name):
+		return domain.NewTrigger(ns, name), nil
+	case domain.JobStream(ns, name):
+		return domain.NewJob(ns, name), nil
+	case domain.NamespaceStream(ns):
+		return &domain.Namespace{Name: ns}, nil
+	}
+	return nil, domain.Errorf(domain.EINTERNAL, "no aggregate for stream %q", streamID)
+}
+
+// foldStream folds the whole stream, as the transaction sees it.
+func foldStream(ctx context.Context, tx pgx.Tx, streamID string) (Aggregate, error) {
+	agg, err := newAggregate(streamID)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := readStream(ctx, tx, streamID, 1)
+	if err != nil {
+		return nil, err
+	}
+	return agg, Fold(evs, agg)
 }
 
 // splitStream returns the namespace and name of a "<kind>:<namespace>/<name>" stream id.

@@ -18,16 +18,21 @@ func TestProjectorRunsInTheAppendTransaction(t *testing.T) {
 	s := setup(t)
 	id, token := stream(testutil.UniqueNS(t), "f"), testutil.UniqueNS(t)
 	var projected []store.Event
-	s.SetProjector(func(ctx context.Context, tx pgx.Tx, ev store.Event) error {
-		// The projector sees its own event through the append's transaction.
-		var n int
-		if err := tx.QueryRow(ctx, "SELECT count(*) FROM events WHERE position = $1", ev.Position).Scan(&n); err != nil {
-			return err
+	s.SetProjector(func(ctx context.Context, tx pgx.Tx, evs []store.Event, state store.Aggregate) error {
+		if state != nil {
+			return errors.New("a plain append has no aggregate to pass")
 		}
-		if n != 1 {
-			return errors.New("event not visible to the projector")
+		for _, ev := range evs {
+			// The projector sees its own events through the append's transaction.
+			var n int
+			if err := tx.QueryRow(ctx, "SELECT count(*) FROM events WHERE position = $1", ev.Position).Scan(&n); err != nil {
+				return err
+			}
+			if n != 1 {
+				return errors.New("event not visible to the projector")
+			}
+			projected = append(projected, ev)
 		}
-		projected = append(projected, ev)
 		return nil
 	})
 	got, err := s.Append(ctx, id, 0, []store.NewEvent{
@@ -58,9 +63,11 @@ func TestProjectorErrorRollsEverythingBack(t *testing.T) {
 	ctx := context.Background()
 	s := setup(t)
 	id, token := stream(testutil.UniqueNS(t), "f"), testutil.UniqueNS(t)
-	s.SetProjector(func(ctx context.Context, tx pgx.Tx, ev store.Event) error {
-		if ev.Type == "boom" {
-			return domain.Errorf(domain.EUNPROCESSABLE, "cannot project %s", ev.Type)
+	s.SetProjector(func(ctx context.Context, tx pgx.Tx, evs []store.Event, _ store.Aggregate) error {
+		for _, ev := range evs {
+			if ev.Type == "boom" {
+				return domain.Errorf(domain.EUNPROCESSABLE, "cannot project %s", ev.Type)
+			}
 		}
 		return nil
 	})

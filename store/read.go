@@ -19,7 +19,7 @@ const (
 //
 // Errors: EUNAVAILABLE when the database cannot be reached; EINTERNAL otherwise.
 func (s *Store) ReadStream(ctx context.Context, streamID string, fromVersion int64) ([]Event, error) {
-	return s.readStreamTx(ctx, s.pool, streamID, fromVersion)
+	return readStream(ctx, s.pool, streamID, fromVersion)
 }
 
 // querier is what a pool and a transaction have in common.
@@ -28,7 +28,7 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-func (s *Store) readStreamTx(ctx context.Context, q querier, streamID string, fromVersion int64) ([]Event, error) {
+func readStream(ctx context.Context, q querier, streamID string, fromVersion int64) ([]Event, error) {
 	rows, _ := q.Query(ctx, `SELECT `+eventColumns+` FROM events
 		WHERE stream_id = $1 AND stream_version >= $2 ORDER BY stream_version`, streamID, fromVersion)
 	events, err := pgx.CollectRows(rows, scanEvent)

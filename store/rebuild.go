@@ -11,7 +11,7 @@ import (
 const rebuildBatch = 1000
 
 // RebuildProjections truncates every read model and replays all events through
-// Project, in one transaction that blocks appends meanwhile (readers keep the
+// Project (each event with its stream folded through it), in one transaction that blocks appends meanwhile (readers keep the
 // old rows until it commits). It returns the number of events replayed.
 //
 // Errors: EUNAVAILABLE, EINTERNAL (an event no projection understands).
@@ -26,6 +26,7 @@ func (s *Store) RebuildProjections(ctx context.Context) (int, error) {
 			return err
 		}
 		var after int64
+		states := map[string]Aggregate{} // every stream's aggregate, folded as far as the replay has come
 		for {
 			rows, _ := tx.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE position > $1 ORDER BY position LIMIT $2`, after, rebuildBatch)
 			evs, err := pgx.CollectRows(rows, scanEvent)
@@ -33,7 +34,17 @@ func (s *Store) RebuildProjections(ctx context.Context) (int, error) {
 				return err
 			}
 			for _, ev := range evs {
-				if err := Project(ctx, tx, ev); err != nil {
+				agg := states[ev.StreamID]
+				if agg == nil {
+					if agg, err = newAggregate(ev.StreamID); err != nil {
+						return err
+					}
+					states[ev.StreamID] = agg
+				}
+				if err := Fold([]Event{ev}, agg); err != nil {
+					return err
+				}
+				if err := Project(ctx, tx, []Event{ev}, agg); err != nil {
 					return err
 				}
 				after = ev.Position

@@ -108,16 +108,15 @@ func listenError(ctx context.Context, err error) error {
 	return &unavailableError{op: "listen for route changes", cause: err}
 }
 
-// notifyRoute announces on RoutesChannel, inside the projecting transaction,
-// that the route of ns/function may have changed.
-func notifyRoute(ctx context.Context, tx pgx.Tx, ns, function string) error {
-	_, err := tx.Exec(ctx, `SELECT pg_notify('`+RoutesChannel+`', $1)`, ns+"/"+function)
-	return err
+// queueNotifyRoute announces on RoutesChannel, inside the projecting
+// transaction, that the route of ns/function may have changed.
+func queueNotifyRoute(b *pgx.Batch, ns, function string) {
+	b.Queue(`SELECT pg_notify('`+RoutesChannel+`', $1)`, ns+"/"+function)
 }
 
-// notifyTriggerRoute announces the route of the function a trigger belongs to.
-func notifyTriggerRoute(ctx context.Context, tx pgx.Tx, ns, trigger string) error {
-	_, err := tx.Exec(ctx, `SELECT pg_notify('`+RoutesChannel+`', namespace || '/' || function)
+// queueNotifyTriggerRoute announces the route of the function an http
+// trigger belongs to, as its row says when the statement runs.
+func queueNotifyTriggerRoute(b *pgx.Batch, ns, trigger string) {
+	b.Queue(`SELECT pg_notify('`+RoutesChannel+`', namespace || '/' || function)
 		FROM triggers WHERE namespace = $1 AND name = $2 AND type = 'http'`, ns, trigger)
-	return err
 }
