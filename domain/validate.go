@@ -6,19 +6,6 @@ import (
 	"strings"
 )
 
-// Runtime names a language runtime a function runs on.
-type Runtime string
-
-// The runtimes sless knows.
-const (
-	RuntimePython311 Runtime = "python3.11"
-	RuntimeNodeJS20  Runtime = "nodejs20"
-	RuntimeGo123     Runtime = "go1.23"
-)
-
-// Runtimes lists every known runtime, in a stable order.
-var Runtimes = []Runtime{RuntimePython311, RuntimeNodeJS20, RuntimeGo123}
-
 // Limits and defaults of a function's configuration (SPEC §2).
 const (
 	DefaultMemoryMB   = 128
@@ -35,8 +22,6 @@ const (
 )
 
 var (
-	dottedEntryRE  = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)+$`)
-	goExportedRE   = regexp.MustCompile(`^[A-Z][A-Za-z0-9_]*$`)
 	envVarNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	reservedEnvVar = map[string]bool{"PORT": true, "HOME": true, "PATH": true}
 )
@@ -68,57 +53,6 @@ func ValidateName(field, name string) error {
 		return FieldErrorf(field, "%q is %d characters long; at most %d are allowed", name, len(name), MaxNameLength)
 	case !IsName(name):
 		return FieldErrorf(field, "%q must consist of lower-case letters, digits and '-', and start and end with a letter or digit", name)
-	}
-	return nil
-}
-
-// ParseRuntime returns the Runtime named s, or EINVALID naming the known ones.
-func ParseRuntime(s string) (Runtime, error) {
-	for _, r := range Runtimes {
-		if string(r) == s {
-			return r, nil
-		}
-	}
-	if s == "" {
-		return "", FieldErrorf("runtime", "is required (one of %s)", runtimeList())
-	}
-	return "", FieldErrorf("runtime", "%q is not supported; use one of %s", s, runtimeList())
-}
-
-func runtimeList() string {
-	names := make([]string, len(Runtimes))
-	for i, r := range Runtimes {
-		names[i] = string(r)
-	}
-	return strings.Join(names, ", ")
-}
-
-// DefaultEntrypoint is the entrypoint a function of runtime r gets when none is given.
-func DefaultEntrypoint(r Runtime) string {
-	switch r {
-	case RuntimeGo123:
-		return "Handle"
-	case RuntimeNodeJS20:
-		return "index.handle"
-	default:
-		return "handler.handle"
-	}
-}
-
-// ValidateEntrypoint checks entrypoint syntax for runtime r: `module.function` for
-// Python and Node.js, an exported Go identifier for Go. It returns EINVALID.
-func ValidateEntrypoint(r Runtime, entrypoint string) error {
-	if entrypoint == "" {
-		return FieldErrorf("entrypoint", "is required")
-	}
-	if r == RuntimeGo123 {
-		if !goExportedRE.MatchString(entrypoint) {
-			return FieldErrorf("entrypoint", "%q must be an exported Go function name such as Handle", entrypoint)
-		}
-		return nil
-	}
-	if len(entrypoint) > 255 || !dottedEntryRE.MatchString(entrypoint) {
-		return FieldErrorf("entrypoint", "%q must look like module.function, e.g. handler.handle", entrypoint)
 	}
 	return nil
 }
