@@ -21,7 +21,7 @@
 //
 // # Process contract (the same for all three wrappers)
 //
-// Environment: PORT (default 8080); SLESS_HOST (default all interfaces; Command sets
+// Environment (the names are the Env* constants, which both drivers use): PORT (default 8080); SLESS_HOST (default all interfaces; Command sets
 // 127.0.0.1); SLESS_ENTRYPOINT, module.function, which the caller must set for Python
 // and Node.js (a process without it fails to load) and Go ignores, as Install compiles
 // the exported function name in; SLESS_MODE, server (default), job, or check (load the
@@ -102,6 +102,43 @@
 // build when a function image is built FROM them; go1.23 takes the entrypoint as the
 // build argument SLESS_ENTRYPOINT and, being a build image, carries the Go toolchain
 // (a multi-stage build into a slim image is the Kubernetes driver's to choose).
+//
+// # Runtime descriptions
+//
+// What differs between runtimes lives with the runtime, never in a driver: its
+// folder (base image, wrapper) and its Go file (python.go, node.go, golang.go:
+// install, build steps, start command, and the Description it registers at init).
+// A Description (Describe by name, or Runtime.Description) tells a driver the rest
+// of the environment contract: whether the entrypoint is compiled in (then
+// processes get no SLESS_ENTRYPOINT and an image build gets it as
+// BuildArgEntrypoint), the runtime's memory knob (MemoryEnv: NODE_OPTIONS
+// --max-old-space-size, GOMEMLIMIT) and whether its image runs on a read-only
+// root. The domain keeps the two facts the API validates with, in one table in
+// domain/runtime.go: the runtime's name, its default entrypoint and how an
+// entrypoint is spelled (domain imports nothing of the project, and the
+// Terraform provider validates with it alone).
+//
+// # Adding a runtime
+//
+// A new runtime, say ruby3.3, is:
+//
+//  1. runtimes/ruby3.3/: Dockerfile (the base image: uid 10001, wrapper in /app,
+//     code in /app/function, CMD in server mode on PORT) and the wrapper, named
+//     sless_* (embedded by pattern), honouring the process contract above.
+//  2. runtimes/ruby.go: the language (install, build, program) and init calling
+//     register with its Description.
+//  3. One row in domain/runtime.go's runtimeTable (name, default entrypoint,
+//     entrypoint syntax) and its Runtime constant.
+//  4. Samples: testdata/ruby3.3/ (handler, bare, broken) and a fixture in
+//     conformance_test.go here; a sample function and a sampleRuntimes row in
+//     workers/drivertest (samples.go), its cases in harness.go, and its
+//     predictions in fakeimage.go for harnesses that run nothing.
+//
+// Then run the conformance suites: go test ./runtimes/ (TestConformance: the
+// wrapper against the contract; TestDescriptionsMatchDomain: steps 2 and 3 agree),
+// go test ./localdriver/ and go test ./k8sdriver/ (TestConformance in each runs
+// workers/drivertest against that driver), and go test ./workers/drivertest/.
+// No driver changes: they ask the Description.
 package runtimes
 
 // LogCap is the most bytes of decoded log an X-Sless-Log header carries.

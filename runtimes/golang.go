@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/slessio/sless/domain"
@@ -27,6 +28,18 @@ var goWrapperFiles = []string{"sless_main.go", "sless_fd_linux.go", "sless_fd_ot
 
 // golang compiles the user's package main together with the wrapper into one binary.
 type golang struct{}
+
+func init() {
+	register(Description{Name: "go1.23", EntrypointCompiledIn: true, ReadOnlyRoot: true, memoryEnv: goMemoryEnv, lang: golang{}})
+}
+
+// goMemoryEnv sets Go's soft memory limit unless the user set one.
+func goMemoryEnv(memoryMB int, userEnv map[string]string) []string {
+	if _, set := userEnv["GOMEMLIMIT"]; set {
+		return nil
+	}
+	return []string{"GOMEMLIMIT=" + strconv.Itoa(memoryMB) + "MiB"}
+}
 
 func (golang) install(dir, entrypoint string) error {
 	if !token.IsIdentifier(entrypoint) || !token.IsExported(entrypoint) {

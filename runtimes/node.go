@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/slessio/sless/domain"
@@ -24,6 +25,21 @@ var nodejs = newInterpreter("node", "-p", "process.execPath")
 // node installs npm dependencies only when package.json declares some, so that the
 // common dependency-free function builds without touching a registry.
 type node struct{}
+
+func init() {
+	register(Description{Name: "nodejs20", ReadOnlyRoot: true, memoryEnv: nodeMemoryEnv, lang: node{}})
+}
+
+// nodeMemoryEnv sets V8's heap limit (its garbage collector works harder near
+// it, then the process dies with "heap out of memory"), ahead of the user's
+// own NODE_OPTIONS.
+func nodeMemoryEnv(memoryMB int, userEnv map[string]string) []string {
+	opts := "--max-old-space-size=" + strconv.Itoa(memoryMB)
+	if user := strings.TrimSpace(userEnv["NODE_OPTIONS"]); user != "" {
+		opts += " " + user
+	}
+	return []string{"NODE_OPTIONS=" + opts}
+}
 
 func (node) install(dir, entrypoint string) error {
 	if !nodeEntrypoint.MatchString(entrypoint) || strings.Contains(entrypoint, "..") {

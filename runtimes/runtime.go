@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
@@ -18,7 +17,9 @@ import (
 
 // files holds each runtime's wrapper and base-image Dockerfile, one folder per runtime.
 //
-//go:embed python3.11 nodejs20 go1.23
+// A runtime's folder holds its Dockerfile and its wrapper files, named sless_*.
+//
+//go:embed */Dockerfile */sless_*
 var files embed.FS
 
 // FunctionDir is the folder below an install directory that holds the user's code,
@@ -46,53 +47,43 @@ type language interface {
 	program(dir string) (path string, args, env []string, err error)
 }
 
-var languages = map[string]language{
-	"python3.11": python{},
-	"nodejs20":   node{},
-	"go1.23":     golang{},
-}
-
 // Runtime is one supported language runtime. Get one from Lookup.
 type Runtime struct {
-	name string
-	lang language
+	desc Description
 }
 
 // Names returns the names of the supported runtimes, sorted.
-func Names() []string {
-	names := make([]string, 0, len(languages))
-	for name := range languages {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
+func Names() []string { return names() }
 
 // Lookup returns the runtime called name, or an EINVALID error about the field
 // "runtime" when there is none.
 func Lookup(name string) (Runtime, error) {
-	lang, ok := languages[name]
+	d, ok := registry[name]
 	if !ok {
 		return Runtime{}, domain.FieldErrorf("runtime", "unknown runtime %q (supported: %s)", name, strings.Join(Names(), ", "))
 	}
-	return Runtime{name: name, lang: lang}, nil
+	return Runtime{desc: d}, nil
 }
 
+// Description returns what drivers need to know about the runtime.
+func (r Runtime) Description() Description { return r.desc }
+
 // Name returns the runtime's name, e.g. "python3.11".
-func (r Runtime) Name() string { return r.name }
+func (r Runtime) Name() string { return r.desc.Name }
 
 // Install writes the runtime's wrapper next to the user's code, which must already be
 // in dir/function. Python and Node.js put their wrapper in dir; Go adds its wrapper
 // files and the generated entrypoint binding to dir/function, plus a go.mod when the
 // user sent none. Installing again overwrites the same files. It returns EINVALID for
 // an entrypoint the runtime cannot call (Go: not an exported identifier) and
-// EUNPROCESSABLE when dir/function is missing.
+// EUNPROCESSABLE when dir/function is missing or holds what the runtime cannot
+// install (Python: a requirements.txt that lists packages).
 func (r Runtime) Install(dir, entrypoint string) error {
 	info, err := os.Stat(filepath.Join(dir, FunctionDir))
 	if err != nil || !info.IsDir() {
-		return domain.Errorf(domain.EUNPROCESSABLE, "install %s: no folder %s/ with the function's code in %s", r.name, FunctionDir, dir)
+		return domain.Errorf(domain.EUNPROCESSABLE, "install %s: no folder %s/ with the function's code in %s", r.desc.Name, FunctionDir, dir)
 	}
-	return r.lang.install(dir, entrypoint)
+	return r.desc.lang.install(dir, entrypoint)
 }
 
 // Build prepares installed code to run and returns the tool's output: Go compiles the
@@ -101,7 +92,7 @@ func (r Runtime) Install(dir, entrypoint string) error {
 // caches). It returns EUNPROCESSABLE with the compiler or npm output when that
 // fails, and EUNAVAILABLE when the tool is missing or ctx ends first.
 func (r Runtime) Build(ctx context.Context, dir string, opts BuildOptions) (string, error) {
-	return r.lang.build(ctx, dir, opts)
+	return r.desc.lang.build(ctx, dir, opts)
 }
 
 // Spec is how to start a function process.
@@ -135,17 +126,17 @@ func (r Runtime) Command(dir string, mode Mode) (Spec, error) {
 	if err != nil {
 		return Spec{}, domain.Errorf(domain.EUNPROCESSABLE, "resolve %s: %v", dir, err)
 	}
-	path, args, env, err := r.lang.program(dir)
+	path, args, env, err := r.desc.lang.program(dir)
 	if err != nil {
 		return Spec{}, err
 	}
 	base := []string{
 		"PATH=" + filepath.Dir(path) + string(os.PathListSeparator) + "/usr/local/bin:/usr/bin:/bin",
 		"LANG=C.UTF-8",
-		"SLESS_MODE=" + string(mode),
+		EnvMode + "=" + string(mode),
 	}
 	if mode == ModeServer {
-		base = append(base, "SLESS_HOST=127.0.0.1") // local processes are reached through the proxy only
+		base = append(base, EnvHost+"=127.0.0.1") // local processes are reached through the proxy only
 	}
 	return Spec{Path: path, Args: args, Dir: filepath.Join(dir, FunctionDir), Env: append(base, env...)}, nil
 }
@@ -153,7 +144,7 @@ func (r Runtime) Command(dir string, mode Mode) (Spec, error) {
 // ImageContext returns the Docker build context of the runtime's base image: its
 // Dockerfile and wrapper files.
 func (r Runtime) ImageContext() fs.FS {
-	sub, err := fs.Sub(files, r.name)
+	sub, err := fs.Sub(files, r.desc.Name)
 	if err != nil {
 		panic(err) // unreachable: every runtime has its embedded folder
 	}
