@@ -25,5 +25,10 @@
 // → the TTL controller deletes the Job, and the garbage collector its pod
 // and its Secret.
 //
-// It may import domain, workers (the port's types) and client-go.
+// What differs between runtimes (the entrypoint compiled into a Go image as a
+// build argument, a read-only root) comes from runtimes.Describe, and the
+// wrapper's variables are runtimes' Env* constants, never literals here.
+//
+// It may import domain, runtimes (descriptions and the SLESS_* names),
+// workers (the port's types) and client-go.
 package k8sdriver

@@ -3,7 +3,7 @@ package k8sdriver
 import (
 	"strconv"
 
-	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,13 +20,11 @@ const (
 // kanikoDockerDir is where kaniko reads the registry credentials from.
 const kanikoDockerDir = "/kaniko/.docker"
 
-// buildArgs returns the --build-arg flags of a build: the Go runtime
-// compiles the entrypoint into the image (runtimes/go1.23/Dockerfile).
-func buildArgs(b workers.BuildSpec) string {
-	if b.Config.Runtime == domain.RuntimeGo123 {
-		return "SLESS_ENTRYPOINT=" + b.Config.Entrypoint
-	}
-	return ""
+// buildArgs returns the build arguments (NAME=value) of a build, as its
+// runtime describes them: the Go runtime compiles the entrypoint into the
+// image (runtimes/go1.23/Dockerfile).
+func buildArgs(b workers.BuildSpec) []string {
+	return runtimes.Describe(b.Config.Runtime).ImageBuildArgs(b.Config.Entrypoint)
 }
 
 // KanikoArgs returns the kaniko command line of a build, in a fixed order.
@@ -43,7 +41,7 @@ func KanikoArgs(cfg Config, b workers.BuildSpec) []string {
 	if cfg.Cache && cfg.CacheRepo != "" {
 		args = append(args, "--cache-repo="+cfg.CacheRepo)
 	}
-	if ba := buildArgs(b); ba != "" {
+	for _, ba := range buildArgs(b) {
 		args = append(args, "--build-arg="+ba)
 	}
 	return append(args, "--push-retry=2", "--verbosity=info")

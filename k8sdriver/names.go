@@ -83,7 +83,7 @@ func BuildJobName(namespace, function, tag string) string {
 // builds to the same tag, so a rebuild is a no-op.
 func ImageTag(b workers.BuildSpec) string {
 	digest := strings.TrimPrefix(b.Digest, "sha256:")
-	return truncate(sanitize(digest), 24) + "-" + shortHash(b.ContextKey, buildArgs(b))
+	return truncate(sanitize(digest), 24) + "-" + shortHash(b.ContextKey, strings.Join(buildArgs(b), " "))
 }
 
 // Image returns the image reference of a version.

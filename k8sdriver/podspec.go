@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -65,7 +66,7 @@ func functionContainer(w workers.Workload, env []envVar) *corev1ac.ContainerAppl
 			WithLimits(corev1.ResourceList{corev1.ResourceMemory: mem})).
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithAllowPrivilegeEscalation(false).
-			WithReadOnlyRootFilesystem(readOnlyRoot(w.Config.Runtime)).
+			WithReadOnlyRootFilesystem(runtimes.Describe(w.Config.Runtime).ReadOnlyRoot).
 			WithRunAsNonRoot(true).
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
@@ -74,16 +75,6 @@ func functionContainer(w workers.Workload, env []envVar) *corev1ac.ContainerAppl
 		c.WithEnvFrom(corev1ac.EnvFromSource().WithSecretRef(corev1ac.SecretEnvSource().WithName(EnvSecretName(w.Function, w.Config.EnvVars))))
 	}
 	return c
-}
-
-// readOnlyRoot says whether a runtime's image runs with a read-only root fs.
-// All three only write below /tmp (npm cache, Go build cache are build-time).
-func readOnlyRoot(rt domain.Runtime) bool {
-	switch rt {
-	case domain.RuntimePython311, domain.RuntimeNodeJS20, domain.RuntimeGo123:
-		return true
-	}
-	return false
 }
 
 func memoryMB(c domain.FunctionConfig) int {
@@ -108,8 +99,8 @@ func secretKeyEnv(name, secret string) envVar { return envVar{name: name, secret
 // platformEnv returns the variables of the wrapper contract, sorted by name.
 func platformEnv(w workers.Workload, extra ...envVar) []envVar {
 	env := append([]envVar{
-		literalEnv("PORT", strconv.Itoa(Port)),
-		literalEnv("SLESS_ENTRYPOINT", w.Config.Entrypoint),
+		literalEnv(runtimes.EnvPort, strconv.Itoa(Port)),
+		literalEnv(runtimes.EnvEntrypoint, w.Config.Entrypoint),
 	}, extra...)
 	slices.SortFunc(env, func(a, b envVar) int {
 		switch {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/workers"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,15 +15,15 @@ import (
 
 // EventKey is the variable that carries a run's event to the container,
 // and the key of the event in a run's Secret (EventSecret).
-const EventKey = "SLESS_EVENT"
+const EventKey = runtimes.EnvEvent
 
 // jobEnv returns the variables of a job-mode container; event is its
 // SLESS_EVENT.
 func jobEnv(w workers.Workload, event envVar) []envVar {
 	return platformEnv(w,
 		event,
-		literalEnv("SLESS_MODE", "job"),
-		literalEnv("SLESS_TIMEOUT_SEC", strconv.Itoa(w.Config.TimeoutSec)))
+		literalEnv(runtimes.EnvMode, string(runtimes.ModeJob)),
+		literalEnv(runtimes.EnvTimeoutSec, strconv.Itoa(w.Config.TimeoutSec)))
 }
 
 // jobSpec is the Job spec of a run or cron run: one attempt, never

@@ -1,15 +1,12 @@
 package localdriver
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/slessio/sless/domain"
@@ -99,11 +96,6 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 		}
 		return workers.BuildResult{}, err
 	}
-	if rt.Name() == string(domain.RuntimePython311) {
-		if msg := requirementsUnsupported(filepath.Join(tmp, runtimes.FunctionDir)); msg != "" {
-			return failed("", msg), nil
-		}
-	}
 	if err := rt.Install(tmp, b.Config.Entrypoint); err != nil {
 		if code := domain.ErrorCode(err); code == domain.EINVALID || code == domain.EUNPROCESSABLE {
 			return failed("", domain.ErrorMessage(err)), nil
@@ -181,27 +173,4 @@ func fetch(ctx context.Context, code workers.CodeFetcher, key string) ([]byte, e
 		return nil, domain.Errorf(domain.ETOOLARGE, "code %s is larger than %d MiB", key, maxZipBytes>>20)
 	}
 	return data, nil
-}
-
-// requirementsUnsupported returns the build failure for a Python function
-// that lists packages in requirements.txt, "" when it lists none.
-func requirementsUnsupported(fnDir string) string {
-	data, err := os.ReadFile(filepath.Join(fnDir, "requirements.txt"))
-	if err != nil {
-		return ""
-	}
-	var reqs []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		if line = strings.TrimSpace(line); line != "" {
-			reqs = append(reqs, line)
-		}
-	}
-	if len(reqs) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("requirements.txt is not supported in local mode: sless dev runs Python functions "+
-		"with the standard library only and installs no packages (requirements.txt lists %s). "+
-		"Copy pure-Python dependencies into the zip next to your code, or deploy to a cluster.", strings.Join(reqs, ", "))
 }

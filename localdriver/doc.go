@@ -18,8 +18,10 @@
 // version again (River delivers at least once) returns the stored result. The
 // image is "local:<ns>/<fn>/v<N>"; a later version that reuses a build (a
 // configuration change) runs from that directory with its own configuration.
-// A requirements.txt that lists packages fails the build: local mode has no
-// package index.
+// A requirements.txt that lists packages fails the build (the python3.11
+// runtime refuses to install it): local mode has no package index. What
+// differs between runtimes (memory knob, SLESS_ENTRYPOINT or a compiled-in
+// entrypoint) comes from runtimes.Describe, never from a switch here.
 //
 // # HTTP functions
 //
@@ -74,7 +76,7 @@
 // allocation over it fails (Python MemoryError, Go fatal error, Node.js
 // RangeError). Node.js also gets --max-old-space-size=memory_mb (its JS heap
 // exactly), Go GOMEMLIMIT=memory_mb MiB (a soft target for its collector)
-// unless the function sets it. Elsewhere than Linux memory_mb is not
+// unless the function sets it (runtimes.Description.MemoryEnv). Elsewhere than Linux memory_mb is not
 // enforced. Resident memory is not limited: that would need a cgroup.
 //
 // # Output

@@ -2,10 +2,9 @@ package localdriver
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/workers"
 )
 
@@ -17,7 +16,9 @@ const memoryAllowanceMB = 256
 
 // processEnv is the environment of a function process after the runtime's
 // base: the function's variables (sorted, for reproducible starts), the
-// runtime's own memory settings, then the platform's variables, which win
+// runtime's own memory settings (runtimes.Description.MemoryEnv: Python has
+// none, RLIMIT_DATA from limitMemory is its only limit), SLESS_ENTRYPOINT
+// unless the runtime compiles it in, then the platform's variables, which win
 // over a function variable of the same name.
 func processEnv(w workers.Workload, platform ...string) []string {
 	cfg := w.Config
@@ -26,32 +27,10 @@ func processEnv(w workers.Workload, platform ...string) []string {
 		env = append(env, name+"="+value)
 	}
 	slices.Sort(env)
-	env = append(env, memoryEnv(cfg)...)
-	if cfg.Runtime != domain.RuntimeGo123 { // Go compiles the entrypoint in
-		env = append(env, "SLESS_ENTRYPOINT="+cfg.Entrypoint)
-	}
+	rt := runtimes.Describe(cfg.Runtime)
+	env = append(env, rt.MemoryEnv(memoryMB(cfg), cfg.EnvVars)...)
+	env = append(env, rt.ProcessEntrypointEnv(cfg.Entrypoint)...)
 	return append(env, platform...)
-}
-
-// memoryEnv makes the runtime itself respect memory_mb where it can: V8's
-// heap limit (its garbage collector works harder near it, then the process
-// dies with "heap out of memory") and Go's soft memory limit. Python has no
-// such knob; RLIMIT_DATA (limitMemory) is its only limit.
-func memoryEnv(cfg domain.FunctionConfig) []string {
-	mb := memoryMB(cfg)
-	switch cfg.Runtime {
-	case domain.RuntimeNodeJS20:
-		opts := "--max-old-space-size=" + strconv.Itoa(mb)
-		if user := strings.TrimSpace(cfg.EnvVars["NODE_OPTIONS"]); user != "" {
-			opts += " " + user
-		}
-		return []string{"NODE_OPTIONS=" + opts}
-	case domain.RuntimeGo123:
-		if _, set := cfg.EnvVars["GOMEMLIMIT"]; !set {
-			return []string{"GOMEMLIMIT=" + strconv.Itoa(mb) + "MiB"}
-		}
-	}
-	return nil
 }
 
 // memoryMB is the function's memory_mb, or the default.

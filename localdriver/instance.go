@@ -78,7 +78,7 @@ func (d *Driver) startInstance(ctx context.Context, k fnKey, w workers.Workload,
 			stderr:   newTailBuffer(stderrTail),
 			stopCh:   make(chan struct{}), hurry: make(chan struct{}), done: make(chan struct{}),
 		}
-		env := processEnv(w, "PORT="+strconv.Itoa(port))
+		env := processEnv(w, runtimes.EnvPort+"="+strconv.Itoa(port))
 		in.command = func() (*sandbox.Cmd, error) { return d.processCommand(k, spec, dir, env, memoryMB(w.Config)) }
 		err = in.start(ctx)
 		if errors.Is(err, errPortTaken) && attempt < 3 {

@@ -66,7 +66,7 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 		event = "{}"
 	}
 	timeout := timeoutSec(r.Config)
-	env := processEnv(r.Workload, "SLESS_EVENT="+event, "SLESS_TIMEOUT_SEC="+strconv.Itoa(timeout))
+	env := processEnv(r.Workload, runtimes.EnvEvent+"="+event, runtimes.EnvTimeoutSec+"="+strconv.Itoa(timeout))
 
 	j := &job{key: k, stop: make(chan error, 1), done: make(chan struct{})}
 	if err := d.addJob(j); err != nil {

@@ -13,17 +13,6 @@ import (
 	"github.com/slessio/sless/workers"
 )
 
-// runtimeWord is what a sample says its runtime is.
-func runtimeWord(rt domain.Runtime) string {
-	switch rt {
-	case domain.RuntimeNodeJS20:
-		return "node"
-	case domain.RuntimeGo123:
-		return "go"
-	}
-	return "python"
-}
-
 // testServe builds a version, checks that building it again changes
 // nothing, deploys it, redeploys it (same endpoint, same process), runs it as
 // a job, scales it to zero and back.
@@ -37,8 +26,8 @@ func testServe(t *testing.T, h Harness, mk func(string) sample) {
 
 	endpoint := x.mustDeploy(w)
 	a := x.mustGet(endpoint, "/")
-	if a.Runtime != runtimeWord(s.runtime) || a.Version != "v1" || a.Greeting != "hi there" {
-		t.Fatalf("answer = %+v, want runtime %s, version v1, greeting from the env var", a, runtimeWord(s.runtime))
+	if a.Runtime != sampleRuntimes[s.runtime].word || a.Version != "v1" || a.Greeting != "hi there" {
+		t.Fatalf("answer = %+v, want runtime %s, version v1, greeting from the env var", a, sampleRuntimes[s.runtime].word)
 	}
 	if again := x.mustDeploy(w); again != endpoint {
 		t.Fatalf("deploying the running version again moved it from %s to %s", endpoint, again)
@@ -51,7 +40,7 @@ func testServe(t *testing.T, h Harness, mk func(string) sample) {
 	if res.ExitCode != 0 || res.TimedOut {
 		t.Fatalf("job = exit %d timed out %v\nstdout:\n%s\nstderr:\n%s", res.ExitCode, res.TimedOut, res.Stdout, res.Stderr)
 	}
-	if !strings.Contains(res.Stdout, "hello from "+runtimeWord(s.runtime)) {
+	if !strings.Contains(res.Stdout, "hello from "+sampleRuntimes[s.runtime].word) {
 		t.Errorf("job stdout lacks what the function printed:\n%s", res.Stdout)
 	}
 	var out answer
@@ -236,7 +225,7 @@ func testJobFailure(t *testing.T, h Harness, mk func(string) sample, want string
 	if res.ExitCode != 1 || res.TimedOut || !strings.Contains(res.Stderr, want) {
 		t.Fatalf("failing job = exit %d timed out %v; want exit 1 with %q in stderr:\n%s", res.ExitCode, res.TimedOut, want, res.Stderr)
 	}
-	if s.runtime == domain.RuntimePython311 && !strings.Contains(res.Stderr, "Traceback") {
+	if tb := sampleRuntimes[s.runtime].traceback; tb != "" && !strings.Contains(res.Stderr, tb) {
 		t.Errorf("stderr lacks the traceback:\n%s", res.Stderr)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/runtimes"
 )
 
 // FakeImageForTest is an image built from a build context of one of the
@@ -101,14 +102,15 @@ func (im FakeImageForTest) sample() (fakeSample, error) {
 
 // compileError is what the Go compiler says about the sample, or "": Go
 // images compile the entrypoint named by the SLESS_ENTRYPOINT build
-// argument (default Handle) into the binary.
+// argument (default Handle) into the binary; runtimes that do not compile
+// the entrypoint in have no compile step.
 func (im FakeImageForTest) compileError(s fakeSample) string {
-	if s.runtime != domain.RuntimeGo123 {
+	if !runtimes.Describe(s.runtime).EntrypointCompiledIn {
 		return ""
 	}
-	entrypoint := im.BuildArgs["SLESS_ENTRYPOINT"]
+	entrypoint := im.BuildArgs[runtimes.BuildArgEntrypoint]
 	if entrypoint == "" {
-		entrypoint = "Handle"
+		entrypoint = domain.DefaultEntrypoint(s.runtime)
 	}
 	switch {
 	case s.kind == kindCompileError:
@@ -153,13 +155,13 @@ func (im FakeImageForTest) runnable() (fakeSample, error) {
 // loadError is what the wrapper reports when it cannot load the
 // function, or "".
 func loadError(s fakeSample, env map[string]string) string {
-	entrypoint := env["SLESS_ENTRYPOINT"]
+	entrypoint := env[runtimes.EnvEntrypoint]
 	switch {
 	case s.kind == kindLoadFailure:
 		return "sless: cannot load " + entrypoint + ": RuntimeError: cannot load: SAMPLE_SETTING is missing\n" +
 			"Traceback (most recent call last):\n  File \"/app/function/handler.py\", line 1, in <module>\n" +
 			"    raise RuntimeError(\"cannot load: SAMPLE_SETTING is missing\")\nRuntimeError: cannot load: SAMPLE_SETTING is missing\n"
-	case s.runtime != domain.RuntimeGo123 && entrypoint != s.entrypoint:
+	case !runtimes.Describe(s.runtime).EntrypointCompiledIn && entrypoint != s.entrypoint:
 		return fmt.Sprintf("sless: cannot load %q: the module has no such function (the sample's entrypoint is %s)\n", entrypoint, s.entrypoint)
 	}
 	return ""
@@ -184,7 +186,7 @@ func (im FakeImageForTest) Server(env map[string]string) (FakeProcessForTest, er
 	if err != nil {
 		return FakeProcessForTest{}, err
 	}
-	port := env["PORT"]
+	port := env[runtimes.EnvPort]
 	if port == "" {
 		port = "8080"
 	}
@@ -212,12 +214,12 @@ func (im FakeImageForTest) Job(env map[string]string, pid int) (FakeProcessForTe
 	if msg := loadError(s, env); msg != "" {
 		return FakeProcessForTest{Exits: true, ExitCode: 1, Stderr: msg}, nil
 	}
-	event, err := jobEvent(env["SLESS_EVENT"])
+	event, err := jobEvent(env[runtimes.EnvEvent])
 	if err != nil {
-		return FakeProcessForTest{Exits: true, ExitCode: 1, Stderr: "sless: SLESS_EVENT: " + err.Error() + "\n"}, nil
+		return FakeProcessForTest{Exits: true, ExitCode: 1, Stderr: "sless: " + runtimes.EnvEvent + ": " + err.Error() + "\n"}, nil
 	}
 	c := call(s, env, event, pid)
-	timeout, _ := strconv.ParseFloat(env["SLESS_TIMEOUT_SEC"], 64)
+	timeout, _ := strconv.ParseFloat(env[runtimes.EnvTimeoutSec], 64)
 	limit := time.Duration(timeout * float64(time.Second))
 	switch {
 	case c.forever:
@@ -303,35 +305,41 @@ func call(s fakeSample, env map[string]string, event map[string]any, pid int) fa
 		action = strings.Trim(path, "/")
 	}
 	n, hasN := event["n"]
-	word := runtimeWord(s.runtime)
+	word := sampleRuntimes[s.runtime].word
 	switch {
 	case action == "crash":
 		return fakeCall{exit: 3, stderr: "crashing on purpose\n"}
 	case action == "fail":
-		return fakeCall{raised: raised(s, n, hasN)}
+		return fakeCall{raised: sampleRuntimes[s.runtime].raised(n, hasN)}
 	case action == "sleep":
 		return fakeCall{result: "woke", takes: time.Minute}
-	case action == "spin" && s.runtime == domain.RuntimeNodeJS20:
+	case action == "spin" && sampleRuntimes[s.runtime].spinOutlivesTimeout:
 		return fakeCall{forever: true}
 	}
 	return fakeCall{printed: "hello from " + word + "\n", result: map[string]any{
 		"runtime": word, "version": s.version, "instance": pid, "greeting": env["GREETING"], "n": n}}
 }
 
-// raised is what each runtime's wrapper prints when the sample raises
+// pythonRaised is what the Python wrapper prints when the sample raises
 // "bad input: <n>".
-func raised(s fakeSample, n any, hasN bool) string {
-	switch s.runtime {
-	case domain.RuntimePython311:
-		return "Traceback (most recent call last):\n  File \"/app/function/handler.py\", line 15, in handle\n" +
-			"    raise ValueError(\"bad input: %s\" % event.get(\"n\"))\nValueError: bad input: " + pythonStr(n) + "\n"
-	case domain.RuntimeNodeJS20:
-		text := "undefined"
-		if hasN {
-			text = jsString(n)
-		}
-		return "Error: bad input: " + text + "\n    at exports.handle (/app/function/handler.js:10:32)\n    at runJob (/app/sless_wrapper.js:319:26)\n"
+func pythonRaised(n any, _ bool) string {
+	return "Traceback (most recent call last):\n  File \"/app/function/handler.py\", line 15, in handle\n" +
+		"    raise ValueError(\"bad input: %s\" % event.get(\"n\"))\nValueError: bad input: " + pythonStr(n) + "\n"
+}
+
+// nodeRaised is what the Node.js wrapper prints when the sample throws
+// "bad input: <n>".
+func nodeRaised(n any, hasN bool) string {
+	text := "undefined"
+	if hasN {
+		text = jsString(n)
 	}
+	return "Error: bad input: " + text + "\n    at exports.handle (/app/function/handler.js:10:32)\n    at runJob (/app/sless_wrapper.js:319:26)\n"
+}
+
+// goRaised is what the Go wrapper prints when the sample returns the error
+// "bad input: <n>".
+func goRaised(n any, _ bool) string {
 	if n == nil {
 		return "error: bad input: <nil>\n"
 	}

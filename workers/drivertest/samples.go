@@ -13,6 +13,29 @@ type sample struct {
 	files      map[string]string
 }
 
+// sampleRuntime is what the suite knows of one runtime's samples and
+// wrapper, besides the sample functions below: a new runtime adds a row to
+// sampleRuntimes and its samples.
+type sampleRuntime struct {
+	word string // what its samples say their runtime is ("hello from <word>")
+	// raised is what its wrapper prints when the "fail" sample raises
+	// "bad input: <n>" (hasN: the event had "n").
+	raised func(n any, hasN bool) string
+	// traceback is what a failed job's stderr must also hold, "" for nothing.
+	traceback string
+	// spinOutlivesTimeout says that a busy loop keeps the wrapper from timing
+	// out (Node.js: its timer needs the event loop to turn), so the driver's
+	// deadline ends it.
+	spinOutlivesTimeout bool
+}
+
+// sampleRuntimes describes the samples of each runtime.
+var sampleRuntimes = map[domain.Runtime]sampleRuntime{
+	domain.RuntimePython311: {word: "python", raised: pythonRaised, traceback: "Traceback"},
+	domain.RuntimeNodeJS20:  {word: "node", raised: nodeRaised, spinOutlivesTimeout: true},
+	domain.RuntimeGo123:     {word: "go", raised: goRaised},
+}
+
 // The sample functions answer by event["action"] (jobs) or the request path
 // (HTTP): "" says hello and returns who answered, "crash" exits the process
 // with status 3, "fail" raises, "sleep" sleeps a minute, "spin" (Node.js)
