@@ -1,14 +1,16 @@
 package k8sdriver
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/workers"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
 // TestPodSecurityAdmission creates the pods of every builder (dry run) where
@@ -22,14 +24,15 @@ func TestPodSecurityAdmission(t *testing.T) {
 	if err := e.d.EnsureNamespace(e.ctx(), e.ns); err != nil {
 		t.Fatal(err)
 	}
-	w := goldenWorkload()
-	w.Namespace = e.ns
+	b := e.buildSpec("hello", 3, "admission")
+	w := workers.Workload{Namespace: e.ns, Function: b.Function, Version: b.Version, Image: resources.Image(e.cfg.Registry, b), Config: b.Config}
 	specs := map[string]corev1.PodSpec{
-		"deployment": decode[corev1.PodTemplateSpec](t, Deployment(workers.Deployment{Workload: w, Replicas: 1}).Spec.Template).Spec,
-		"run":        decode[batchv1.Job](t, RunJob(e.cfg, workers.RunSpec{Workload: w, Name: "r", RunID: 1})).Spec.Template.Spec,
-		"cron":       decode[batchv1.CronJob](t, CronJob(e.cfg, workers.CronSpec{Workload: w, Trigger: "t", Schedule: "@daily"})).Spec.JobTemplate.Spec.Template.Spec,
+		"deployment": podSpec(t, resources.Deployment(workers.Deployment{Workload: w, Replicas: 1}).Spec.Template.Spec),
+		"run":        podSpec(t, resources.RunJob(e.cfg, workers.RunSpec{Workload: w, Name: "r", RunID: 1}).Spec.Template.Spec),
+		"cron":       podSpec(t, resources.CronJob(e.cfg, workers.CronSpec{Workload: w, Trigger: "t", Schedule: "@daily"}).Spec.JobTemplate.Spec.Template.Spec),
 	}
-	kaniko := decode[batchv1.Job](t, KanikoJob(e.cfg, goldenBuild(domain.RuntimeGo123, "Handle"))).Spec.Template.Spec
+	b.Config.Runtime, b.Config.Entrypoint = domain.RuntimeGo123, "Handle"
+	kaniko := podSpec(t, resources.KanikoJob(e.cfg, b).Spec.Template.Spec)
 	create := func(ns, name string, spec corev1.PodSpec) error {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
 		_, err := e.c.Client.CoreV1().Pods(ns).Create(e.ctx(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -51,4 +54,18 @@ func TestPodSecurityAdmission(t *testing.T) {
 			t.Errorf("a %s pod in a tenant namespace = %v; want refused by Pod Security restricted", name, err)
 		}
 	}
+}
+
+// podSpec is a builder's pod spec as the typed object a Pod is created with.
+func podSpec(t *testing.T, ac *corev1ac.PodSpecApplyConfiguration) corev1.PodSpec {
+	t.Helper()
+	var spec corev1.PodSpec
+	data, err := json.Marshal(ac)
+	if err == nil {
+		err = json.Unmarshal(data, &spec)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/workers"
 )
 
@@ -26,7 +27,7 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 	if b.ContextKey == "" || b.Digest == "" {
 		return workers.BuildResult{}, domain.Errorf(domain.EINVALID, "build of %s v%d: no code digest or build context", b.Function, b.Version)
 	}
-	job := KanikoJob(d.cfg, b)
+	job := resources.KanikoJob(d.cfg, b)
 	name, ns := *job.Name, d.cfg.BuildNamespace
 	if _, err := d.startJob(ctx, job, nil); err != nil {
 		return workers.BuildResult{}, err
@@ -38,11 +39,11 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 	if out.deleted {
 		return workers.BuildResult{}, domain.Errorf(domain.EUNAVAILABLE, "build job %s was deleted before it finished", name)
 	}
-	log := d.podLog(ctx, ns, LabelBuild, name, "kaniko")
+	log := d.podLog(ctx, ns, resources.LabelBuild, name, "kaniko")
 	if err := d.expireJob(ctx, ns, name); err != nil {
 		return workers.BuildResult{}, err
 	}
-	res := workers.BuildResult{Image: Image(d.cfg.Registry, b), Log: log}
+	res := workers.BuildResult{Image: resources.Image(d.cfg.Registry, b), Log: log}
 	if out.failed {
 		res = workers.BuildResult{Log: log, Failed: true, Message: buildFailure(out, log)}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,10 +18,10 @@ func TestBuild(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil, nil)
 	b := e.buildSpec("hello", 1, "a")
-	job := *KanikoJob(e.cfg, b).Name
+	job := *resources.KanikoJob(e.cfg, b).Name
 	e.logs.set(job, Logs{Stdout: "INFO Pushed registry.test/...\n", Stderr: "INFO Pushed registry.test/...\n"})
 	res, err := e.d.Build(e.ctx(), b)
-	if err != nil || res.Failed || res.Image != Image(e.cfg.Registry, b) || !strings.Contains(res.Log, "Pushed") {
+	if err != nil || res.Failed || res.Image != resources.Image(e.cfg.Registry, b) || !strings.Contains(res.Log, "Pushed") {
 		t.Fatalf("Build = %+v, %v", res, err)
 	}
 	got, err := e.c.Client.BatchV1().Jobs("sless-builds").Get(e.ctx(), job, metav1.GetOptions{})
@@ -37,7 +38,7 @@ func TestBuild(t *testing.T) {
 	if err != nil || again.Image != res.Image {
 		t.Fatalf("Build again = %+v, %v", again, err)
 	}
-	if pods := e.pods("sless-builds", map[string]string{LabelBuild: job}); len(pods) != 1 {
+	if pods := e.pods("sless-builds", map[string]string{resources.LabelBuild: job}); len(pods) != 1 {
 		t.Errorf("a rebuild of the same code started another build pod: %d pods", len(pods))
 	}
 }
@@ -51,7 +52,7 @@ func TestBuildFailure(t *testing.T) {
 		return testcluster.Outcome{Phase: corev1.PodFailed, ExitCode: 1, Reason: "Error"}
 	})
 	b := e.buildSpec("broken", 1, "b")
-	job := *KanikoJob(e.cfg, b).Name
+	job := *resources.KanikoJob(e.cfg, b).Name
 	const compilerSays = "./handler.go:3:9: undefined: notDefined"
 	e.logs.set(job, Logs{Stdout: "error building image: " + compilerSays + "\n", Stderr: "error building image: " + compilerSays + "\n"})
 	res, err := e.d.Build(e.ctx(), b)
@@ -61,7 +62,7 @@ func TestBuildFailure(t *testing.T) {
 	if !strings.Contains(res.Message, compilerSays) || !strings.Contains(res.Log, compilerSays) {
 		t.Errorf("message %q and log %q must carry the builder's output", res.Message, res.Log)
 	}
-	if pods := e.pods("sless-builds", map[string]string{LabelBuild: job}); len(pods) != 2 {
+	if pods := e.pods("sless-builds", map[string]string{resources.LabelBuild: job}); len(pods) != 2 {
 		t.Errorf("build pods = %d, want 2 (one retry)", len(pods))
 	}
 	got, err := e.c.Client.BatchV1().Jobs("sless-builds").Get(e.ctx(), job, metav1.GetOptions{})

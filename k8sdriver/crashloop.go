@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/slessio/sless/k8sdriver/resources"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -16,7 +17,7 @@ import (
 // retried at the next tick.
 func (d *Driver) WatchCrashLoops(ctx context.Context, interval time.Duration, report func(namespace, function string)) {
 	reported := map[string]bool{} // pod UIDs
-	sel := labels.Set{LabelManagedBy: ManagedBy, LabelComponent: "server"}.String()
+	sel := labels.Set{resources.LabelManagedBy: resources.ManagedBy, resources.LabelComponent: "server"}.String()
 	for {
 		pods, err := d.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err == nil {
@@ -25,9 +26,9 @@ func (d *Driver) WatchCrashLoops(ctx context.Context, interval time.Duration, re
 				uid := string(p.UID)
 				seen[uid] = true
 				for _, cs := range p.Status.ContainerStatuses {
-					if cs.Name == ContainerName && cs.RestartCount >= d.cfg.CrashLoopRestarts && !reported[uid] && p.DeletionTimestamp == nil {
+					if cs.Name == resources.ContainerName && cs.RestartCount >= d.cfg.CrashLoopRestarts && !reported[uid] && p.DeletionTimestamp == nil {
 						reported[uid] = true
-						report(p.Namespace, p.Labels[LabelFunction])
+						report(p.Namespace, p.Labels[resources.LabelFunction])
 					}
 				}
 			}

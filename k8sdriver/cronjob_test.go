@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/workers"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -18,11 +19,11 @@ func TestSchedule(t *testing.T) {
 	crons := e.c.Client.BatchV1().CronJobs(e.ns)
 	get := func() (suspended bool, rv string) {
 		t.Helper()
-		cj, err := crons.Get(e.ctx(), CronJobName(spec.Trigger), metav1.GetOptions{})
+		cj, err := crons.Get(e.ctx(), resources.CronJobName(spec.Trigger), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cj.Spec.JobTemplate.Spec.Template.Labels[LabelTrigger] != spec.Trigger {
+		if cj.Spec.JobTemplate.Spec.Template.Labels[resources.LabelTrigger] != spec.Trigger {
 			t.Errorf("job template labels %v lack the trigger", cj.Spec.JobTemplate.Spec.Template.Labels)
 		}
 		return cj.Spec.Suspend != nil && *cj.Spec.Suspend, cj.ResourceVersion
@@ -64,7 +65,7 @@ func TestSchedule(t *testing.T) {
 			t.Fatalf("RemoveSchedule: %v", err)
 		}
 	}
-	if _, err := crons.Get(e.ctx(), CronJobName(spec.Trigger), metav1.GetOptions{}); err == nil {
+	if _, err := crons.Get(e.ctx(), resources.CronJobName(spec.Trigger), metav1.GetOptions{}); err == nil {
 		t.Error("the CronJob is still there")
 	}
 }

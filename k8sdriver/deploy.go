@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/workers"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,10 +33,10 @@ func (d *Driver) Deploy(ctx context.Context, dep workers.Deployment) (string, er
 	if err := d.prepare(ctx, w); err != nil {
 		return "", err
 	}
-	if _, err := d.client.CoreV1().Services(w.Namespace).Apply(ctx, Service(w.Namespace, w.Function), applyOpts); err != nil {
+	if _, err := d.client.CoreV1().Services(w.Namespace).Apply(ctx, resources.Service(w.Namespace, w.Function), applyOpts); err != nil {
 		return "", mapErr("apply service", err)
 	}
-	applied, err := d.client.AppsV1().Deployments(w.Namespace).Apply(ctx, Deployment(dep), applyOpts)
+	applied, err := d.client.AppsV1().Deployments(w.Namespace).Apply(ctx, resources.Deployment(dep), applyOpts)
 	if err != nil {
 		return "", mapErr("apply deployment", err)
 	}
@@ -72,7 +73,7 @@ func (d *Driver) Deploy(ctx context.Context, dep workers.Deployment) (string, er
 	if d.cfg.Endpoint == EndpointSlices {
 		return d.sliceEndpoint(ctx, w)
 	}
-	return fmt.Sprintf("http://%s:%d", ServiceHost(w.Namespace, w.Function, d.cfg.ClusterDomain), Port), nil
+	return fmt.Sprintf("http://%s:%d", resources.ServiceHost(w.Namespace, w.Function, d.cfg.ClusterDomain), resources.Port), nil
 }
 
 // rolledOut is kubectl rollout status: the controller saw the spec, every
@@ -101,7 +102,7 @@ func deploymentFailure(dep *appsv1.Deployment) error {
 
 // versionPods lists the server pods of the workload's version.
 func (d *Driver) versionPods(ctx context.Context, w workers.Workload) ([]corev1.Pod, error) {
-	sel := labels.Set{LabelComponent: "server", LabelFunction: w.Function, LabelVersion: strconv.Itoa(w.Version)}
+	sel := labels.Set{resources.LabelComponent: "server", resources.LabelFunction: w.Function, resources.LabelVersion: strconv.Itoa(w.Version)}
 	pods, err := d.client.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return nil, mapErr("list pods of "+w.Function, err)
@@ -122,7 +123,7 @@ func (d *Driver) crashed(ctx context.Context, w workers.Workload, pods []corev1.
 			continue
 		}
 		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.Name != ContainerName {
+			if cs.Name != resources.ContainerName {
 				continue
 			}
 			if cs.State.Waiting != nil && slices.Contains(stuckReasons, cs.State.Waiting.Reason) {
@@ -135,7 +136,7 @@ func (d *Driver) crashed(ctx context.Context, w workers.Workload, pods []corev1.
 			if t := cs.LastTerminationState.Terminated; t != nil {
 				exit = fmt.Sprintf(", exit code %d", t.ExitCode)
 			}
-			logs, err := d.logs.ContainerLogs(ctx, LogRequest{Namespace: w.Namespace, Pod: pod.Name, Container: ContainerName, Previous: true, TailLines: crashLogLines})
+			logs, err := d.logs.ContainerLogs(ctx, LogRequest{Namespace: w.Namespace, Pod: pod.Name, Container: resources.ContainerName, Previous: true, TailLines: crashLogLines})
 			out := lastLines(logs.Stderr, crashLogLines)
 			if err != nil {
 				out = "(log unavailable: " + domain.ErrorMessage(err) + ")"
@@ -159,7 +160,7 @@ func (d *Driver) sliceEndpoint(ctx context.Context, w workers.Workload) (string,
 		for _, p := range pods {
 			ours[p.Name] = true
 		}
-		sel := labels.Set{discoveryv1.LabelServiceName: ObjectName(w.Function)}
+		sel := labels.Set{discoveryv1.LabelServiceName: resources.ObjectName(w.Function)}
 		slicesList, err := d.client.DiscoveryV1().EndpointSlices(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 		if err != nil {
 			return false, mapErr("list endpoint slices of "+w.Function, err)
@@ -177,7 +178,7 @@ func (d *Driver) sliceEndpoint(ctx context.Context, w workers.Workload) (string,
 			return false, nil
 		}
 		slices.Sort(ready)
-		endpoint = "http://" + net.JoinHostPort(ready[0], strconv.Itoa(Port))
+		endpoint = "http://" + net.JoinHostPort(ready[0], strconv.Itoa(resources.Port))
 		return true, nil
 	})
 	return endpoint, err

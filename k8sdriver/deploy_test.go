@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
@@ -29,8 +30,8 @@ func TestDeploy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	podsBefore := podUIDs(e.pods(e.ns, map[string]string{LabelFunction: "web"}))
-	if all := e.pods(e.ns, map[string]string{LabelFunction: "web"}); len(all) != 2 {
+	podsBefore := podUIDs(e.pods(e.ns, map[string]string{resources.LabelFunction: "web"}))
+	if all := e.pods(e.ns, map[string]string{resources.LabelFunction: "web"}); len(all) != 2 {
 		for _, p := range all[:3] {
 			t.Logf("%s phase=%s reason=%s msg=%s %+v", p.Name, p.Status.Phase, p.Status.Reason, p.Status.Message, p.Status.ContainerStatuses)
 		}
@@ -43,30 +44,30 @@ func TestDeploy(t *testing.T) {
 	if after.ResourceVersion != before.ResourceVersion || after.Generation != before.Generation {
 		t.Errorf("applying the same version changed the Deployment (resourceVersion %s -> %s)", before.ResourceVersion, after.ResourceVersion)
 	}
-	if podsAfter := podUIDs(e.pods(e.ns, map[string]string{LabelFunction: "web"})); podsAfter != podsBefore {
+	if podsAfter := podUIDs(e.pods(e.ns, map[string]string{resources.LabelFunction: "web"})); podsAfter != podsBefore {
 		t.Errorf("applying the same version replaced pods")
 	}
 
 	if ep, err := e.d.Deploy(e.ctx(), workers.Deployment{Workload: w1, Replicas: 0}); err != nil || ep != "" {
 		t.Fatalf("scale to zero = %q, %v", ep, err)
 	}
-	if n := len(running(e.pods(e.ns, map[string]string{LabelFunction: "web"}))); n != 0 {
+	if n := len(running(e.pods(e.ns, map[string]string{resources.LabelFunction: "web"}))); n != 0 {
 		t.Errorf("%d pods not terminating after scale to zero", n)
 	}
-	e.eventually("the stopped pods to go", func() bool { return len(e.pods(e.ns, map[string]string{LabelFunction: "web"})) == 0 })
+	e.eventually("the stopped pods to go", func() bool { return len(e.pods(e.ns, map[string]string{resources.LabelFunction: "web"})) == 0 })
 	e.mustDeploy(w1, 1)
 
 	w2 := e.mustBuild("web", 2, "v2")
 	e.mustDeploy(w2, 1)
-	pods := running(e.pods(e.ns, map[string]string{LabelFunction: "web"}))
-	if len(pods) != 1 || pods[0].Labels[LabelVersion] != "2" || pods[0].Spec.Containers[0].Image != w2.Image {
+	pods := running(e.pods(e.ns, map[string]string{resources.LabelFunction: "web"}))
+	if len(pods) != 1 || pods[0].Labels[resources.LabelVersion] != "2" || pods[0].Spec.Containers[0].Image != w2.Image {
 		t.Fatalf("after rolling out v2: %d pods, labels %v", len(pods), pods[0].Labels)
 	}
 	env := pods[0].Spec.Containers[0].EnvFrom
-	if len(env) != 1 || env[0].SecretRef.Name != EnvSecretName("web", w2.Config.EnvVars) {
+	if len(env) != 1 || env[0].SecretRef.Name != resources.EnvSecretName("web", w2.Config.EnvVars) {
 		t.Errorf("v2 pod envFrom = %+v", env)
 	}
-	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Get(e.ctx(), EnvSecretName("web", w2.Config.EnvVars), metav1.GetOptions{}); err != nil {
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Get(e.ctx(), resources.EnvSecretName("web", w2.Config.EnvVars), metav1.GetOptions{}); err != nil {
 		t.Errorf("v2's environment Secret: %v", err)
 	}
 }
@@ -103,9 +104,9 @@ func TestTenantNamespace(t *testing.T) {
 		t.Fatalf("namespace = %v, %v", ns.Labels, err)
 	}
 	versions := func() string {
-		np, err1 := e.c.Client.NetworkingV1().NetworkPolicies(e.ns).Get(e.ctx(), NetworkPolicyName, metav1.GetOptions{})
-		q, err2 := e.c.Client.CoreV1().ResourceQuotas(e.ns).Get(e.ctx(), QuotaName, metav1.GetOptions{})
-		lr, err3 := e.c.Client.CoreV1().LimitRanges(e.ns).Get(e.ctx(), LimitRangeName, metav1.GetOptions{})
+		np, err1 := e.c.Client.NetworkingV1().NetworkPolicies(e.ns).Get(e.ctx(), resources.NetworkPolicyName, metav1.GetOptions{})
+		q, err2 := e.c.Client.CoreV1().ResourceQuotas(e.ns).Get(e.ctx(), resources.QuotaName, metav1.GetOptions{})
+		lr, err3 := e.c.Client.CoreV1().LimitRanges(e.ns).Get(e.ctx(), resources.LimitRangeName, metav1.GetOptions{})
 		n, err4 := e.c.Client.CoreV1().Namespaces().Get(e.ctx(), e.ns, metav1.GetOptions{})
 		for _, err := range []error{err1, err2, err3, err4} {
 			if err != nil {
@@ -117,7 +118,7 @@ func TestTenantNamespace(t *testing.T) {
 	// The quota controller writes the quota's status once after it was
 	// created, which changes its resourceVersion: wait for that first.
 	e.eventually("the quota's status", func() bool {
-		q, err := e.c.Client.CoreV1().ResourceQuotas(e.ns).Get(e.ctx(), QuotaName, metav1.GetOptions{})
+		q, err := e.c.Client.CoreV1().ResourceQuotas(e.ns).Get(e.ctx(), resources.QuotaName, metav1.GetOptions{})
 		return err == nil && len(q.Status.Hard) > 0 && q.Status.Used != nil
 	})
 	before := versions()
@@ -140,7 +141,7 @@ func TestDeployCrashLoop(t *testing.T) {
 	e := setup(t, nil, nil)
 	w := e.mustBuild("noload", 1, "x")
 	e.setScript(func(p *corev1.Pod) testcluster.Outcome {
-		if p.Labels[LabelComponent] == "server" {
+		if p.Labels[resources.LabelComponent] == "server" {
 			return testcluster.Outcome{Phase: corev1.PodRunning, Restarts: 1, ExitCode: 1, Reason: "Error"}
 		}
 		return defaultScript(p)
@@ -183,7 +184,7 @@ func TestDeployEndpointSlices(t *testing.T) {
 	e := setup(t, func(c *Config) { c.Endpoint = EndpointSlices }, nil)
 	w := e.mustBuild("direct", 1, "s")
 	ep := e.mustDeploy(w, 1)
-	pods := e.pods(e.ns, map[string]string{LabelFunction: "direct", LabelVersion: strconv.Itoa(w.Version)})
+	pods := e.pods(e.ns, map[string]string{resources.LabelFunction: "direct", resources.LabelVersion: strconv.Itoa(w.Version)})
 	if len(pods) != 1 || ep != "http://"+pods[0].Status.PodIP+":8080" {
 		t.Fatalf("endpoint = %q, want the pod's address (%d pods)", ep, len(pods))
 	}
@@ -204,7 +205,7 @@ func TestWatchCrashLoops(t *testing.T) {
 			reports <- [2]string{ns, fn}
 		}
 	})
-	pod := running(e.pods(e.ns, map[string]string{LabelFunction: "flaky"}))[0]
+	pod := running(e.pods(e.ns, map[string]string{resources.LabelFunction: "flaky"}))[0]
 	if _, err := e.kubelet.Set(e.ctx(), &pod, testcluster.Outcome{Phase: corev1.PodRunning, Restarts: 3, ExitCode: 1, Reason: "Error"}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/workers"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -27,11 +28,29 @@ var (
 	_ workers.Scheduler = (*Driver)(nil)
 )
 
+// The driver's configuration is declared in resources, whose builders read
+// it (with its defaults, resources.DefaultKanikoImage and DefaultQuota);
+// these names let New's callers configure the driver in this package's terms.
+type (
+	Config       = resources.Config
+	S3Config     = resources.S3Config
+	EndpointMode = resources.EndpointMode
+	LogSource    = resources.LogSource
+	LogRequest   = resources.LogRequest
+	Logs         = resources.Logs
+)
+
+// The endpoint modes (see resources.EndpointMode).
+const (
+	EndpointService = resources.EndpointService
+	EndpointSlices  = resources.EndpointSlices
+)
+
 // New returns a driver on client. It returns EINVALID for a configuration
 // without Registry or S3.Bucket, or with a bad quantity or endpoint mode.
 func New(client kubernetes.Interface, cfg Config) (*Driver, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	logs := cfg.Logs
@@ -40,6 +59,9 @@ func New(client kubernetes.Interface, cfg Config) (*Driver, error) {
 	}
 	return &Driver{client: client, cfg: cfg, logs: logs, tenants: map[string]bool{}}, nil
 }
+
+// FieldManager is the server-side apply field manager of every driver write.
+const FieldManager = "sless"
 
 // applyOpts makes every write a server-side apply by FieldManager that
 // takes over fields another manager (a person with kubectl) changed.
@@ -55,7 +77,7 @@ func (d *Driver) EnsureNamespace(ctx context.Context, ns string) error {
 	if done {
 		return nil
 	}
-	t, err := TenantObjects(d.cfg, ns)
+	t, err := resources.TenantObjects(d.cfg, ns)
 	if err != nil {
 		return err
 	}
@@ -85,7 +107,7 @@ func (d *Driver) prepare(ctx context.Context, w workers.Workload) error {
 	if err := d.EnsureNamespace(ctx, w.Namespace); err != nil {
 		return err
 	}
-	if s := EnvSecret(w); s != nil {
+	if s := resources.EnvSecret(w); s != nil {
 		if _, err := d.client.CoreV1().Secrets(w.Namespace).Apply(ctx, s, applyOpts); err != nil {
 			return mapErr("apply environment secret", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/workers"
 	"github.com/slessio/sless/workers/drivertest"
@@ -65,7 +66,7 @@ func (n *fakeNodeForTest) decide(pod *corev1.Pod) testcluster.Outcome {
 		return testcluster.Outcome{}
 	}
 	c := pod.Spec.Containers[0]
-	isBuild := pod.Labels[LabelComponent] == "build" && strings.HasPrefix(argValue(c.Args, "--destination"), n.registry+"/")
+	isBuild := pod.Labels[resources.LabelComponent] == "build" && strings.HasPrefix(argValue(c.Args, "--destination"), n.registry+"/")
 	if !isBuild && !strings.HasPrefix(c.Image, n.registry+"/") {
 		return testcluster.Outcome{} // another test's pod
 	}
@@ -218,7 +219,7 @@ func (n *fakeNodeForTest) serve(pod *corev1.Pod, c corev1.Container, im driverte
 	// The kubelet probes what the pod spec says; the wrapper answers on
 	// its health path and PORT only.
 	probe := c.ReadinessProbe
-	ready := p.Ready && probe != nil && probe.HTTPGet != nil && probe.HTTPGet.Path == HealthPath && probe.HTTPGet.Port.String() == p.Port
+	ready := p.Ready && probe != nil && probe.HTTPGet != nil && probe.HTTPGet.Path == resources.HealthPath && probe.HTTPGet.Port.String() == p.Port
 	// Logs with Previous: the last terminated container's output, which
 	// is what each restart of this sample prints again.
 	n.logs.set(pod.Name, Logs{Stdout: p.Stdout, Stderr: p.Stderr})
@@ -333,8 +334,8 @@ func (n *fakeNodeForTest) get(ctx context.Context, endpoint, path string) ([]byt
 		return nil, err
 	}
 	parts := strings.Split(u.Hostname(), ".")
-	if len(parts) < 4 || parts[2] != "svc" || u.Port() != fmt.Sprint(Port) {
-		return nil, fmt.Errorf("GET %s%s: not a Service endpoint on port %d", endpoint, path, Port)
+	if len(parts) < 4 || parts[2] != "svc" || u.Port() != fmt.Sprint(resources.Port) {
+		return nil, fmt.Errorf("GET %s%s: not a Service endpoint on port %d", endpoint, path, resources.Port)
 	}
 	// One look, as one connection: Deploy returns once the rollout is
 	// done, and the EndpointSlice controller lists a ready pod before the
@@ -397,7 +398,7 @@ func (n *fakeNodeForTest) describeService(ctx context.Context, ns, svc string) s
 			}
 		}
 	}
-	if pods, err := n.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.Set{LabelFunction: svc}.String()}); err == nil {
+	if pods, err := n.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.Set{resources.LabelFunction: svc}.String()}); err == nil {
 		for _, p := range pods.Items {
 			fmt.Fprintf(&b, "pod %s phase=%s ready=%v deleting=%v; ", p.Name, p.Status.Phase, podReady(&p), p.DeletionTimestamp != nil)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
@@ -69,7 +70,7 @@ func setup(t *testing.T, change func(*Config), client kubernetes.Interface) *env
 	}
 	e.kubelet.Serve(ctx, e.ns, decide, report)
 	e.kubelet.Serve(ctx, "sless-builds", func(p *corev1.Pod) testcluster.Outcome {
-		if p.Labels[LabelNamespace] != e.ns {
+		if p.Labels[resources.LabelNamespace] != e.ns {
 			return testcluster.Outcome{}
 		}
 		return decide(p)
@@ -79,7 +80,7 @@ func setup(t *testing.T, change func(*Config), client kubernetes.Interface) *env
 
 // defaultScript is a healthy world: builds and runs succeed, servers get ready.
 func defaultScript(p *corev1.Pod) testcluster.Outcome {
-	switch p.Labels[LabelComponent] {
+	switch p.Labels[resources.LabelComponent] {
 	case "server":
 		return testcluster.Outcome{Phase: corev1.PodRunning, Ready: true}
 	case "build", "run", "cron":
@@ -180,7 +181,7 @@ func ensureBuildNamespace(t *testing.T, c *testcluster.Cluster) {
 			t.Fatal(err)
 		}
 		for _, s := range []*corev1ac.SecretApplyConfiguration{
-			corev1ac.Secret("sless-s3", "sless-builds").WithStringData(map[string]string{S3AccessKeyKey: "test", S3SecretKeyKey: "test"}),
+			corev1ac.Secret("sless-s3", "sless-builds").WithStringData(map[string]string{resources.S3AccessKeyKey: "test", resources.S3SecretKeyKey: "test"}),
 			corev1ac.Secret("sless-registry", "sless-builds").WithType(corev1.SecretTypeDockerConfigJson).
 				WithStringData(map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`}),
 		} {

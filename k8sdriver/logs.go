@@ -11,29 +11,6 @@ import (
 // maxLogBytes bounds what the driver reads of one container's output.
 const maxLogBytes = 1 << 20
 
-// LogRequest names the output to read.
-type LogRequest struct {
-	Namespace, Pod, Container string
-	// Previous reads the last terminated instance of a restarted container.
-	Previous bool
-	// TailLines keeps only the last lines (0: all, up to 1 MiB).
-	TailLines int64
-}
-
-// Logs is a container's output.
-type Logs struct {
-	Stdout, Stderr string
-}
-
-// LogSource reads container output. It is the one thing of the driver that
-// needs a kubelet: KubeletLogs asks the API server, which asks the node;
-// tests on a cluster without nodes fake it.
-type LogSource interface {
-	// ContainerLogs returns the output of a container, or an error with a
-	// domain code (EUNAVAILABLE when the node cannot be reached).
-	ContainerLogs(ctx context.Context, r LogRequest) (Logs, error)
-}
-
 // KubeletLogs reads logs through the pods/log subresource.
 type KubeletLogs struct {
 	Client kubernetes.Interface

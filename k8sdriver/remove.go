@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/k8sdriver/resources"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -27,15 +28,15 @@ func (d *Driver) Remove(ctx context.Context, namespace, function string) error {
 	if err := domain.ValidateName("function", function); err != nil {
 		return err
 	}
-	name := ObjectName(function)
+	name := resources.ObjectName(function)
 	if err := d.client.AppsV1().Deployments(namespace).Delete(ctx, name, deleteOpts); ignoreNotFound(err) != nil {
 		return mapErr("delete deployment", err)
 	}
 	if err := d.client.CoreV1().Services(namespace).Delete(ctx, name, deleteOpts); ignoreNotFound(err) != nil {
 		return mapErr("delete service", err)
 	}
-	sel := metav1.ListOptions{LabelSelector: labels.Set{LabelManagedBy: ManagedBy, LabelFunction: function}.String()}
-	buildSel := metav1.ListOptions{LabelSelector: labels.Set{LabelManagedBy: ManagedBy, LabelNamespace: namespace, LabelFunction: function}.String()}
+	sel := metav1.ListOptions{LabelSelector: labels.Set{resources.LabelManagedBy: resources.ManagedBy, resources.LabelFunction: function}.String()}
+	buildSel := metav1.ListOptions{LabelSelector: labels.Set{resources.LabelManagedBy: resources.ManagedBy, resources.LabelNamespace: namespace, resources.LabelFunction: function}.String()}
 	steps := []struct {
 		what string
 		del  func() error
@@ -66,9 +67,9 @@ func (d *Driver) Remove(ctx context.Context, namespace, function string) error {
 // Leftovers lists the objects of a function that still exist (kind/name),
 // for Remove and for tests that check it. It returns the mapped API error.
 func (d *Driver) Leftovers(ctx context.Context, namespace, function string) ([]string, error) {
-	sel := metav1.ListOptions{LabelSelector: labels.Set{LabelManagedBy: ManagedBy, LabelFunction: function}.String()}
-	buildSel := metav1.ListOptions{LabelSelector: labels.Set{LabelManagedBy: ManagedBy, LabelNamespace: namespace, LabelFunction: function}.String()}
-	name := ObjectName(function)
+	sel := metav1.ListOptions{LabelSelector: labels.Set{resources.LabelManagedBy: resources.ManagedBy, resources.LabelFunction: function}.String()}
+	buildSel := metav1.ListOptions{LabelSelector: labels.Set{resources.LabelManagedBy: resources.ManagedBy, resources.LabelNamespace: namespace, resources.LabelFunction: function}.String()}
+	name := resources.ObjectName(function)
 	byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
 	kinds := []struct {
 		kind string

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +25,7 @@ func TestRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.setScript(func(p *corev1.Pod) testcluster.Outcome {
-		if p.Labels[LabelComponent] == "run" {
+		if p.Labels[resources.LabelComponent] == "run" {
 			return testcluster.Outcome{Phase: corev1.PodRunning, Ready: true} // runs until removed
 		}
 		return defaultScript(p)
@@ -39,11 +40,11 @@ func TestRemove(t *testing.T) {
 		runDone <- res
 	}()
 	e.eventually("the job's pod to run", func() bool {
-		pods := e.pods(e.ns, map[string]string{LabelComponent: "run"})
+		pods := e.pods(e.ns, map[string]string{resources.LabelComponent: "run"})
 		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning
 	})
 	left, err := e.d.Leftovers(e.ctx(), e.ns, "gone")
-	if err != nil || len(left) < 7 || !slices.Contains(left, "secret/"+RunJobName(run)) {
+	if err != nil || len(left) < 7 || !slices.Contains(left, "secret/"+resources.RunJobName(run)) {
 		t.Fatalf("before Remove: %v, %v; want the deployment, service, pods, job, cronjob, secrets (env, the run's event) and build job", left, err)
 	}
 	if err := e.d.Remove(e.ctx(), e.ns, "gone"); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/workers"
 )
 
@@ -29,13 +30,13 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 	if err := d.prepare(ctx, r.Workload); err != nil {
 		return workers.RunResult{}, err
 	}
-	job := RunJob(d.cfg, r)
+	job := resources.RunJob(d.cfg, r)
 	name := *job.Name
 	secrets := d.client.CoreV1().Secrets(r.Namespace)
 	started, err := d.startJob(ctx, job, func() error {
 		// Without an owner: this also drops the owner of a Secret left
 		// by a Job of this run that the TTL controller deleted.
-		_, err := secrets.Apply(ctx, EventSecret(r), applyOpts)
+		_, err := secrets.Apply(ctx, resources.EventSecret(r), applyOpts)
 		return mapErr("apply event secret "+name, err)
 	})
 	if err != nil {
@@ -44,7 +45,7 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 	// The whole Secret again, with the owner: an apply of the owner
 	// alone would drop the data from our field set, which the Secret's
 	// immutability forbids.
-	if _, err := secrets.Apply(ctx, EventSecret(r).WithOwnerReferences(jobOwner(started)), applyOpts); err != nil {
+	if _, err := secrets.Apply(ctx, resources.EventSecret(r).WithOwnerReferences(resources.JobOwner(started)), applyOpts); err != nil {
 		return workers.RunResult{}, mapErr("set owner of event secret "+name, err)
 	}
 	out, err := d.waitJob(ctx, r.Namespace, name)
@@ -54,12 +55,12 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 	if out.deleted {
 		return workers.RunResult{ExitCode: exitKilled, Stderr: "the job was deleted before it finished"}, nil
 	}
-	pod, err := d.lastPod(ctx, r.Namespace, LabelJob, name)
+	pod, err := d.lastPod(ctx, r.Namespace, resources.LabelJob, name)
 	if err != nil {
 		return workers.RunResult{}, err
 	}
 	res := workers.RunResult{}
-	if t := terminated(pod, ContainerName); t != nil {
+	if t := terminated(pod, resources.ContainerName); t != nil {
 		res.ExitCode = int(t.ExitCode)
 	} else if out.failed {
 		res.ExitCode = exitKilled // the pod went away without a status
@@ -69,7 +70,7 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 	}
 	res.TimedOut = res.ExitCode == exitTimeout
 	if pod != nil {
-		logs, err := d.logs.ContainerLogs(ctx, LogRequest{Namespace: r.Namespace, Pod: pod.Name, Container: ContainerName})
+		logs, err := d.logs.ContainerLogs(ctx, LogRequest{Namespace: r.Namespace, Pod: pod.Name, Container: resources.ContainerName})
 		if err != nil {
 			logs.Stderr = "(output unavailable: " + domain.ErrorMessage(err) + ")"
 		}

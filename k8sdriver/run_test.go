@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/workers"
 	batchv1 "k8s.io/api/batch/v1"
@@ -23,25 +24,25 @@ func TestRun(t *testing.T) {
 	e := setup(t, nil, nil)
 	w := e.mustBuild("report", 1, "r")
 	spec := workers.RunSpec{Workload: w, Name: "job-report", RunID: 7, Event: json.RawMessage(`{"n":7}`)}
-	name := RunJobName(spec)
+	name := resources.RunJobName(spec)
 	e.logs.set(name, Logs{Stdout: "hello from python\n{\"n\": 7}\n", Stderr: "a warning\n"})
 	res, err := e.d.Run(e.ctx(), spec)
 	if err != nil || res.ExitCode != 0 || res.TimedOut || !strings.HasSuffix(res.Stdout, "{\"n\": 7}\n") || res.Stderr != "a warning\n" {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
-	pods := e.pods(e.ns, map[string]string{LabelJob: name, LabelFunction: "report"})
+	pods := e.pods(e.ns, map[string]string{resources.LabelJob: name, resources.LabelFunction: "report"})
 	if len(pods) != 1 {
-		t.Fatalf("pods selected by %s=%s: %d, want 1", LabelJob, name, len(pods))
+		t.Fatalf("pods selected by %s=%s: %d, want 1", resources.LabelJob, name, len(pods))
 	}
 	var event *corev1.EnvVar
 	for i, v := range pods[0].Spec.Containers[0].Env {
-		if v.Name == EventKey {
+		if v.Name == resources.EventKey {
 			event = &pods[0].Spec.Containers[0].Env[i]
 		}
 	}
 	if event == nil || event.Value != "" || event.ValueFrom == nil || event.ValueFrom.SecretKeyRef == nil ||
-		event.ValueFrom.SecretKeyRef.Name != name || event.ValueFrom.SecretKeyRef.Key != EventKey {
-		t.Errorf("%s = %+v, want a secretKeyRef to key %s of Secret %s", EventKey, event, EventKey, name)
+		event.ValueFrom.SecretKeyRef.Name != name || event.ValueFrom.SecretKeyRef.Key != resources.EventKey {
+		t.Errorf("%s = %+v, want a secretKeyRef to key %s of Secret %s", resources.EventKey, event, resources.EventKey, name)
 	}
 	job, err := e.c.Client.BatchV1().Jobs(e.ns).Get(e.ctx(), name, metav1.GetOptions{})
 	if err != nil || job.Spec.TTLSecondsAfterFinished == nil {
@@ -58,7 +59,7 @@ func TestRun(t *testing.T) {
 	if err != nil || again.Stdout != res.Stdout {
 		t.Fatalf("Run again = %+v, %v", again, err)
 	}
-	if n := len(e.pods(e.ns, map[string]string{LabelJob: name})); n != 1 {
+	if n := len(e.pods(e.ns, map[string]string{resources.LabelJob: name})); n != 1 {
 		t.Errorf("a retried Run started another pod: %d pods", n)
 	}
 	if again := checkEventSecret(t, e, job, `{"n":7}`); again.ResourceVersion != first.ResourceVersion {
@@ -76,10 +77,10 @@ func checkEventSecret(t *testing.T, e *env, job *batchv1.Job, event string) *cor
 	if err != nil {
 		t.Fatalf("the run's event secret: %v", err)
 	}
-	if s.Type != corev1.SecretTypeOpaque || s.Immutable == nil || !*s.Immutable || string(s.Data[EventKey]) != event || len(s.Data) != 1 {
-		t.Errorf("event secret type %s, immutable %v, data %q; want an immutable Opaque Secret with %s=%s", s.Type, s.Immutable, s.Data, EventKey, event)
+	if s.Type != corev1.SecretTypeOpaque || s.Immutable == nil || !*s.Immutable || string(s.Data[resources.EventKey]) != event || len(s.Data) != 1 {
+		t.Errorf("event secret type %s, immutable %v, data %q; want an immutable Opaque Secret with %s=%s", s.Type, s.Immutable, s.Data, resources.EventKey, event)
 	}
-	for _, k := range []string{LabelManagedBy, LabelComponent, LabelFunction, LabelVersion, LabelJob} {
+	for _, k := range []string{resources.LabelManagedBy, resources.LabelComponent, resources.LabelFunction, resources.LabelVersion, resources.LabelJob} {
 		if s.Labels[k] == "" || s.Labels[k] != job.Labels[k] {
 			t.Errorf("event secret label %s = %q, want the Job's %q", k, s.Labels[k], job.Labels[k])
 		}
@@ -101,22 +102,22 @@ func TestRunEventSecretGoesWithTheJob(t *testing.T) {
 	e := setup(t, func(c *Config) { c.FinishedJobTTL = 2 * time.Second }, nil)
 	w := e.mustBuild("brief", 1, "b")
 	spec := workers.RunSpec{Workload: w, Name: "job-brief", RunID: 3}
-	name := RunJobName(spec)
+	name := resources.RunJobName(spec)
 	// A Job without an owned Secret, as a Run that stopped after creating the Job leaves it.
 	if err := e.d.EnsureNamespace(e.ctx(), e.ns); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Apply(e.ctx(), EventSecret(spec), applyOpts); err != nil {
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Apply(e.ctx(), resources.EventSecret(spec), applyOpts); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.c.Client.BatchV1().Jobs(e.ns).Apply(e.ctx(), RunJob(e.cfg, spec), applyOpts); err != nil {
+	if _, err := e.c.Client.BatchV1().Jobs(e.ns).Apply(e.ctx(), resources.RunJob(e.cfg, spec), applyOpts); err != nil {
 		t.Fatal(err)
 	}
 	res, err := e.d.Run(e.ctx(), spec)
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
-	if n := len(e.pods(e.ns, map[string]string{LabelJob: name})); n != 1 {
+	if n := len(e.pods(e.ns, map[string]string{resources.LabelJob: name})); n != 1 {
 		t.Errorf("Run of an existing Job: %d pods, want 1", n)
 	}
 	job, err := e.c.Client.BatchV1().Jobs(e.ns).Get(e.ctx(), name, metav1.GetOptions{})
@@ -147,13 +148,13 @@ func TestRunFailure(t *testing.T) {
 	e := setup(t, nil, nil)
 	w := e.mustBuild("fails", 1, "f")
 	e.setScript(func(p *corev1.Pod) testcluster.Outcome {
-		if p.Labels[LabelComponent] == "run" {
+		if p.Labels[resources.LabelComponent] == "run" {
 			return testcluster.Outcome{Phase: corev1.PodFailed, ExitCode: 1, Reason: "Error"}
 		}
 		return defaultScript(p)
 	})
 	spec := workers.RunSpec{Workload: w, Name: "job-fails", RunID: 1}
-	e.logs.set(RunJobName(spec), Logs{Stderr: "Traceback (most recent call last):\nValueError: bad input: 5\n"})
+	e.logs.set(resources.RunJobName(spec), Logs{Stderr: "Traceback (most recent call last):\nValueError: bad input: 5\n"})
 	res, err := e.d.Run(e.ctx(), spec)
 	if err != nil || res.ExitCode != 1 || res.TimedOut || !strings.Contains(res.Stderr, "ValueError: bad input: 5") {
 		t.Fatalf("Run = %+v, %v; want exit 1 with the traceback", res, err)
@@ -168,10 +169,10 @@ func TestRunTimeout(t *testing.T) {
 	w := e.mustBuild("slow", 1, "s")
 	w.Config.TimeoutSec = 1
 	e.setScript(func(p *corev1.Pod) testcluster.Outcome {
-		if p.Labels[LabelComponent] == "run" && strings.HasPrefix(p.Name, "wrapper-") {
+		if p.Labels[resources.LabelComponent] == "run" && strings.HasPrefix(p.Name, "wrapper-") {
 			return testcluster.Outcome{Phase: corev1.PodFailed, ExitCode: 124, Reason: "Error"}
 		}
-		if p.Labels[LabelComponent] == "run" {
+		if p.Labels[resources.LabelComponent] == "run" {
 			return testcluster.Outcome{Phase: corev1.PodRunning, Ready: true} // never ends
 		}
 		return defaultScript(p)

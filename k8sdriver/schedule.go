@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/workers"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,18 +23,18 @@ func (d *Driver) ApplySchedule(ctx context.Context, c workers.CronSpec) error {
 	if err := d.prepare(ctx, c.Workload); err != nil {
 		return err
 	}
-	_, err := d.client.BatchV1().CronJobs(c.Namespace).Apply(ctx, CronJob(d.cfg, c), applyOpts)
+	_, err := d.client.BatchV1().CronJobs(c.Namespace).Apply(ctx, resources.CronJob(d.cfg, c), applyOpts)
 	return mapErr("apply cron job", err)
 }
 
 // RemoveSchedule deletes the CronJob of a trigger and the Jobs it started;
 // a trigger without one is not an error. It returns the mapped API error.
 func (d *Driver) RemoveSchedule(ctx context.Context, namespace, trigger string) error {
-	err := d.client.BatchV1().CronJobs(namespace).Delete(ctx, CronJobName(trigger), deleteOpts)
+	err := d.client.BatchV1().CronJobs(namespace).Delete(ctx, resources.CronJobName(trigger), deleteOpts)
 	if err := ignoreNotFound(err); err != nil {
 		return mapErr("delete cron job", err)
 	}
-	sel := labels.Set{LabelManagedBy: ManagedBy, LabelTrigger: trigger}.String()
+	sel := labels.Set{resources.LabelManagedBy: resources.ManagedBy, resources.LabelTrigger: trigger}.String()
 	err = d.client.BatchV1().Jobs(namespace).DeleteCollection(ctx, deleteOpts, metav1.ListOptions{LabelSelector: sel})
 	return mapErr("delete jobs of trigger "+trigger, ignoreNotFound(err))
 }

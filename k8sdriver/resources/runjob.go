@@ -1,4 +1,4 @@
-package k8sdriver
+package resources
 
 import (
 	"encoding/json"
@@ -48,7 +48,7 @@ func runLabels(r workers.RunSpec) map[string]string {
 // pod spec. ttlSecondsAfterFinished is left out: the driver sets it once it
 // has read the output.
 func RunJob(cfg Config, r workers.RunSpec) *batchv1ac.JobApplyConfiguration {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	name := RunJobName(r)
 	l := runLabels(r)
 	return batchv1ac.Job(name, r.Namespace).
@@ -72,10 +72,10 @@ func EventSecret(r workers.RunSpec) *corev1ac.SecretApplyConfiguration {
 		WithData(map[string][]byte{EventKey: event})
 }
 
-// jobOwner is the owner reference that makes job the owner of an object in
+// JobOwner is the owner reference that makes job the owner of an object in
 // its namespace, for the garbage collector: not its controller, and not
 // blocking the Job's deletion.
-func jobOwner(job *batchv1.Job) *metav1ac.OwnerReferenceApplyConfiguration {
+func JobOwner(job *batchv1.Job) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
 		WithAPIVersion(batchv1.SchemeGroupVersion.String()).
 		WithKind("Job").

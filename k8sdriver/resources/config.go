@@ -1,13 +1,16 @@
-package k8sdriver
+package resources
 
 import (
+	"context"
 	"time"
 
 	"github.com/slessio/sless/domain"
 )
 
-// Config is what the driver needs to know about the cluster it runs on. The
-// zero value of every field but Registry and S3 takes the default named on it.
+// Config is what the driver needs to know about the cluster it runs on, and
+// what the builders read from it; k8sdriver.Config is this type. The zero
+// value of every field but Registry and S3 takes the default named on it
+// (WithDefaults).
 type Config struct {
 	// Registry is where images are pushed and pulled from, e.g.
 	// "registry.example.com/sless"; an image is Registry/<ns>/<fn>:<tag>.
@@ -43,8 +46,8 @@ type Config struct {
 	FinishedJobTTL time.Duration
 	// CronTimeZone is the CronJobs' timeZone; empty leaves the controller's.
 	CronTimeZone string
-	// Endpoint chooses what Deploy returns: EndpointService (default) or
-	// EndpointSlices.
+	// Endpoint chooses what the driver's Deploy returns: EndpointService
+	// (default) or EndpointSlices.
 	Endpoint EndpointMode
 	// ClusterDomain is the cluster's DNS suffix (default "cluster.local").
 	ClusterDomain string
@@ -57,13 +60,38 @@ type Config struct {
 	// by default); the cloud metadata address 169.254.169.254 is always excepted.
 	EgressCIDRs []string
 	// CrashLoopRestarts is how many restarts of a new version's container make
-	// Deploy give up with EUNPROCESSABLE (default 3).
+	// the driver's Deploy give up with EUNPROCESSABLE (default 3).
 	CrashLoopRestarts int32
 	// Poll is how often the driver looks at a Job or Deployment it waits for
 	// (default 1 s).
 	Poll time.Duration
-	// Logs reads container output; nil uses KubeletLogs on the driver's client.
+	// Logs reads container output; nil uses k8sdriver.KubeletLogs on the
+	// driver's client.
 	Logs LogSource
+}
+
+// LogSource reads container output. It is the one thing of the driver that
+// needs a kubelet: k8sdriver.KubeletLogs asks the API server, which asks the
+// node; tests on a cluster without nodes fake it. It is declared here, with
+// no implementation, because Config.Logs holds one.
+type LogSource interface {
+	// ContainerLogs returns the output of a container, or an error with a
+	// domain code (EUNAVAILABLE when the node cannot be reached).
+	ContainerLogs(ctx context.Context, r LogRequest) (Logs, error)
+}
+
+// LogRequest names the output to read.
+type LogRequest struct {
+	Namespace, Pod, Container string
+	// Previous reads the last terminated instance of a restarted container.
+	Previous bool
+	// TailLines keeps only the last lines (0: all, up to 1 MiB).
+	TailLines int64
+}
+
+// Logs is a container's output.
+type Logs struct {
+	Stdout, Stderr string
 }
 
 // S3Config locates build contexts for kaniko. The credentials are in a Secret
@@ -76,7 +104,7 @@ type S3Config struct {
 	CredentialsSecret string
 }
 
-// EndpointMode is how Deploy names a function's endpoint for the proxy.
+// EndpointMode is how the driver's Deploy names a function's endpoint for the proxy.
 type EndpointMode string
 
 // The endpoint modes.
@@ -106,7 +134,9 @@ var DefaultQuota = map[string]string{
 	"secrets":              "200",
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every unset field but Registry and S3.Bucket
+// set to its default.
+func (c Config) WithDefaults() Config {
 	str := func(s *string, v string) {
 		if *s == "" {
 			*s = v
@@ -148,8 +178,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// validate returns EINVALID for a configuration the driver cannot work with.
-func (c Config) validate() error {
+// Validate returns EINVALID for a configuration the driver cannot work with;
+// c is one that WithDefaults returned.
+func (c Config) Validate() error {
 	if c.Registry == "" {
 		return domain.Errorf(domain.EINVALID, "k8sdriver: Registry is required")
 	}
@@ -160,7 +191,7 @@ func (c Config) validate() error {
 		return domain.Errorf(domain.EINVALID, "k8sdriver: Endpoint must be %q or %q, got %q", EndpointService, EndpointSlices, c.Endpoint)
 	}
 	for _, m := range []map[string]string{c.Quota, c.LimitDefault, c.LimitDefaultRequest} {
-		if _, err := resources(m); err != nil {
+		if _, err := resourceList(m); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package k8sdriver
+package resources
 
 import (
 	"net/netip"
@@ -36,7 +36,7 @@ type Tenant struct {
 // Config.EgressCIDRs, never to the metadata address), and the quota and
 // default limits. It returns EINVALID for a bad namespace or configuration.
 func TenantObjects(cfg Config, ns string) (Tenant, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := domain.ValidateNamespace(ns); err != nil {
 		return Tenant{}, err
 	}
@@ -80,15 +80,15 @@ func TenantObjects(cfg Config, ns string) (Tenant, error) {
 					WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"kubernetes.io/metadata.name": cfg.ControlPlaneNamespace})))).
 			WithEgress(egress...))
 
-	hard, err := resources(cfg.Quota)
+	hard, err := resourceList(cfg.Quota)
 	if err != nil {
 		return Tenant{}, err
 	}
-	def, err := resources(cfg.LimitDefault)
+	def, err := resourceList(cfg.LimitDefault)
 	if err != nil {
 		return Tenant{}, err
 	}
-	defReq, err := resources(cfg.LimitDefaultRequest)
+	defReq, err := resourceList(cfg.LimitDefaultRequest)
 	if err != nil {
 		return Tenant{}, err
 	}

@@ -1,4 +1,4 @@
-package k8sdriver
+package resources
 
 import (
 	"slices"
@@ -147,8 +147,8 @@ func EnvSecret(w workers.Workload) *corev1ac.SecretApplyConfiguration {
 		WithData(data)
 }
 
-// resources parses a map of resource quantities; a bad one is EINVALID.
-func resources(m map[string]string) (corev1.ResourceList, error) {
+// resourceList parses a map of resource quantities; a bad one is EINVALID.
+func resourceList(m map[string]string) (corev1.ResourceList, error) {
 	out := corev1.ResourceList{}
 	for k, v := range m {
 		q, err := quantity(v)

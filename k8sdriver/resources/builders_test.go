@@ -1,4 +1,4 @@
-package k8sdriver
+package resources
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package k8sdriver
+package resources
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 // schedule, both validated (ApplySchedule), so no user-supplied value
 // becomes literal in the pod spec.
 func CronJob(cfg Config, c workers.CronSpec) *batchv1ac.CronJobApplyConfiguration {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	l := objectLabels("cron", c.Function, LabelVersion, strconv.Itoa(c.Version), LabelTrigger, c.Trigger)
 	event, _ := json.Marshal(map[string]string{"trigger": c.Trigger, "schedule": c.Schedule})
 	spec := batchv1ac.CronJobSpec().

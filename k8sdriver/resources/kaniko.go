@@ -1,4 +1,4 @@
-package k8sdriver
+package resources
 
 import (
 	"strconv"
@@ -31,7 +31,7 @@ func buildArgs(b workers.BuildSpec) []string {
 // --cache follows Config.Cache both ways, explicitly: kaniko's default must
 // not decide it.
 func KanikoArgs(cfg Config, b workers.BuildSpec) []string {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	args := []string{
 		"--context=s3://" + cfg.S3.Bucket + "/" + b.ContextKey,
 		"--dockerfile=Dockerfile",
@@ -52,7 +52,7 @@ func KanikoArgs(cfg Config, b workers.BuildSpec) []string {
 // service account token, the S3 credentials from a Secret by reference and
 // the registry credentials as a mounted docker config.
 func KanikoJob(cfg Config, b workers.BuildSpec) *batchv1ac.JobApplyConfiguration {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	tag := ImageTag(b)
 	name := BuildJobName(b.Namespace, b.Function, tag)
 	l := objectLabels("build", b.Function, LabelNamespace, b.Namespace, LabelBuild, name)

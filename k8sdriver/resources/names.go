@@ -1,4 +1,4 @@
-package k8sdriver
+package resources
 
 import (
 	"crypto/sha256"
@@ -23,9 +23,6 @@ const (
 	LabelBuild     = "sless.dev/build"   // a build Job's name, on the Job and its pod
 	ManagedBy      = "sless"
 )
-
-// FieldManager is the server-side apply field manager of every driver write.
-const FieldManager = "sless"
 
 // Port is where function containers serve HTTP.
 const Port = 8080
