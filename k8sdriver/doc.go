@@ -1,15 +1,22 @@
 // Package k8sdriver runs functions on Kubernetes; it implements the
 // workers.Driver and workers.Scheduler ports.
 //
-// Pure builders turn a function version into objects, deterministically
-// (sorted env, stable labels, app.kubernetes.io/managed-by=sless):
-// TenantObjects (Namespace with Pod Security "restricted", default-deny
-// NetworkPolicy, ResourceQuota, LimitRange), KanikoJob (build Job in the
-// build namespace), Deployment + Service + EnvSecret (HTTP serving), RunJob
-// + EventSecret (one run) and CronJob (one cron trigger). A thin client-go
-// layer (Driver) applies them with server-side apply (field manager "sless")
-// using the caller's context, waits for Jobs and rollouts, and maps API
-// errors to domain codes at this boundary (mapErr).
+// Layout: the builders are in resources/, the client calls here. The
+// package resources turns a function version into Kubernetes objects with
+// pure functions (TenantObjects, KanikoJob, Deployment + Service +
+// EnvSecret, RunJob + EventSecret, CronJob), and holds the names and labels
+// of those objects and the driver's Config with its defaults (Config and
+// the types it needs are aliased here, so New's callers never import
+// resources). This package is the thin client-go layer (Driver): it applies
+// what resources builds with server-side apply (field manager "sless")
+// using the caller's context, gets, lists, watches and deletes, waits for
+// Jobs and rollouts, reads logs, and maps API errors to domain codes at this
+// boundary (mapErr). A file here calls the API server; a file in resources
+// never does.
+//
+// A new Kubernetes object is a builder in resources with a golden test
+// (resources/testdata/<name>.json, TestGolden), and its apply in this
+// package, in the Driver method that needs it.
 //
 // Pods are always found by the driver's own labels (sless.dev/job,
 // sless.dev/build, sless.dev/function, sless.dev/version), never by labels
@@ -27,8 +34,9 @@
 //
 // What differs between runtimes (the entrypoint compiled into a Go image as a
 // build argument, a read-only root) comes from runtimes.Describe, and the
-// wrapper's variables are runtimes' Env* constants, never literals here.
+// wrapper's variables are runtimes' Env* constants, never literals: both are
+// read by the builders in resources.
 //
-// It may import domain, runtimes (descriptions and the SLESS_* names),
-// workers (the port's types) and client-go.
+// It may import domain, workers (the port's types), k8sdriver/resources and
+// client-go.
 package k8sdriver
