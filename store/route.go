@@ -33,12 +33,20 @@ type Route struct {
 	HTTPEnabled    bool // whether any of them is enabled
 }
 
-const routeQuery = `SELECT f.namespace, f.name, f.phase, f.message, f.active_version, f.endpoint, f.timeout_sec, f.max_concurrency,
+// routeSelect reads routes; routeQuery is every route, routesOfQuery those of
+// the functions named by the arrays $1 (namespaces) and $2 (names), found by
+// primary key however many functions there are.
+const routeSelect = `SELECT f.namespace, f.name, f.phase, f.message, f.active_version, f.endpoint, f.timeout_sec, f.max_concurrency,
 		count(t.name), coalesce(bool_or(t.enabled), false)
 	FROM functions f
-	LEFT JOIN triggers t ON t.namespace = f.namespace AND t.function = f.name AND t.type = 'http'
-	WHERE ($1 = '' OR f.namespace = $1) AND ($2 = '' OR f.name = $2)
+	LEFT JOIN triggers t ON t.namespace = f.namespace AND t.function = f.name AND t.type = '` + string(domain.TriggerHTTP) + `'`
+
+const (
+	routeQuery    = routeSelect + ` GROUP BY f.namespace, f.name`
+	routesOfQuery = routeSelect + `
+	WHERE (f.namespace, f.name) IN (SELECT * FROM unnest($1::text[], $2::text[]))
 	GROUP BY f.namespace, f.name`
+)
 
 func scanRoute(row pgx.CollectableRow) (Route, error) {
 	var r Route
@@ -52,21 +60,37 @@ func scanRoute(row pgx.CollectableRow) (Route, error) {
 //
 // Errors: EUNAVAILABLE, EINTERNAL.
 func (s *Store) ListRoutes(ctx context.Context) ([]Route, error) {
-	rows, _ := s.pool.Query(ctx, routeQuery, "", "")
+	rows, _ := s.pool.Query(ctx, routeQuery)
 	rs, err := pgx.CollectRows(rows, scanRoute)
 	return rs, dbError("list routes", err)
+}
+
+// GetRoutes returns, in one query, the routes of the functions
+// namespaces[i]/names[i] that exist, in no particular order: those missing
+// were deleted (or never existed).
+//
+// Errors: EINVALID (arrays of different lengths), EUNAVAILABLE, EINTERNAL.
+func (s *Store) GetRoutes(ctx context.Context, namespaces, names []string) ([]Route, error) {
+	if len(namespaces) != len(names) {
+		return nil, domain.Errorf(domain.EINVALID, "get routes: %d namespaces for %d names", len(namespaces), len(names))
+	}
+	rows, _ := s.pool.Query(ctx, routesOfQuery, namespaces, names)
+	rs, err := pgx.CollectRows(rows, scanRoute)
+	return rs, dbError("get routes", err)
 }
 
 // GetRoute returns the route of one function.
 //
 // Errors: ENOTFOUND, EUNAVAILABLE, EINTERNAL.
 func (s *Store) GetRoute(ctx context.Context, ns, function string) (Route, error) {
-	if ns == "" || function == "" {
+	rs, err := s.GetRoutes(ctx, []string{ns}, []string{function})
+	switch {
+	case err != nil:
+		return Route{}, err
+	case len(rs) == 0:
 		return Route{}, domain.Errorf(domain.ENOTFOUND, "function %q not found", function)
 	}
-	rows, _ := s.pool.Query(ctx, routeQuery, ns, function)
-	r, err := pgx.CollectExactlyOneRow(rows, scanRoute)
-	return r, notFound(err, "function", function)
+	return rs[0], nil
 }
 
 // ListenRoutes listens on RoutesChannel on a connection of its own. Once the
@@ -118,5 +142,5 @@ func queueNotifyRoute(b *pgx.Batch, ns, function string) {
 // trigger belongs to, as its row says when the statement runs.
 func queueNotifyTriggerRoute(b *pgx.Batch, ns, trigger string) {
 	b.Queue(`SELECT pg_notify('`+RoutesChannel+`', namespace || '/' || function)
-		FROM triggers WHERE namespace = $1 AND name = $2 AND type = 'http'`, ns, trigger)
+		FROM triggers WHERE namespace = $1 AND name = $2 AND type = '`+string(domain.TriggerHTTP)+`'`, ns, trigger)
 }

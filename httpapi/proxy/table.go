@@ -97,36 +97,52 @@ func (p *Proxy) refreshAll(ctx context.Context) error {
 	return nil
 }
 
-// refreshOne reads and applies the route of one function.
-func (p *Proxy) refreshOne(ctx context.Context, k fnKey) error {
+// refreshSome reads, in one query, and applies the routes of the functions
+// keys names: a function no longer found leaves the table.
+func (p *Proxy) refreshSome(ctx context.Context, keys []fnKey) error {
 	p.routes.mu.Lock()
 	defer p.routes.mu.Unlock()
-	r, err := p.cfg.Store.GetRoute(ctx, k.ns, k.name)
-	old := p.routes.all()
-	switch {
-	case domain.ErrorCode(err) == domain.ENOTFOUND:
-		if _, ok := old[k]; ok {
-			next := maps.Clone(old)
-			delete(next, k)
-			p.routes.m.Store(&next)
-			p.metrics.forget(k)
-		}
-		return nil
-	case err != nil:
+	nss, names := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		nss[i], names[i] = k.ns, k.name
+	}
+	rs, err := p.cfg.Store.GetRoutes(ctx, nss, names)
+	if err != nil {
 		return err
 	}
-	if e := old[k]; e != nil {
+	old := p.routes.all()
+	var next map[fnKey]*entry // a copy of old, made once, when the set of functions changes
+	change := func() {
+		if next == nil {
+			next = maps.Clone(old)
+			if next == nil {
+				next = map[fnKey]*entry{}
+			}
+		}
+	}
+	found := make(map[fnKey]bool, len(rs))
+	for _, r := range rs {
+		k := fnKey{r.Namespace, r.Function}
+		found[k] = true
+		if e := old[k]; e != nil {
+			p.apply(e, r)
+			continue
+		}
+		e := p.newEntry(k)
 		p.apply(e, r)
-		return nil
+		change()
+		next[k] = e
 	}
-	e := p.newEntry(k)
-	p.apply(e, r)
-	next := maps.Clone(old)
-	if next == nil {
-		next = map[fnKey]*entry{}
+	for _, k := range keys {
+		if _, ok := old[k]; ok && !found[k] {
+			change()
+			delete(next, k)
+			p.metrics.forget(k)
+		}
 	}
-	next[k] = e
-	p.routes.m.Store(&next)
+	if next != nil {
+		p.routes.m.Store(&next)
+	}
 	return nil
 }
 
@@ -185,10 +201,50 @@ func parseEndpoint(s string) (*url.URL, error) {
 	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
 }
 
+// maxNotices bounds the functions announced and not yet read; past it, the
+// proxy reads every route once instead (a projections rebuild, a burst).
+const maxNotices = 1024
+
+// notices collects the functions announced while the previous ones are
+// being read, so a burst of writes costs one query per batch, not one per
+// event (and never a full refresh per event).
+type notices struct {
+	mu       sync.Mutex
+	keys     map[fnKey]struct{}
+	overflow bool          // more than maxNotices: read everything
+	wake     chan struct{} // something is pending
+}
+
+func (n *notices) add(k fnKey) {
+	n.mu.Lock()
+	if len(n.keys) >= maxNotices {
+		n.overflow = true
+	} else {
+		n.keys[k] = struct{}{}
+	}
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns what is pending and empties it.
+func (n *notices) take() (keys []fnKey, all bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for k := range n.keys {
+		keys = append(keys, k)
+	}
+	clear(n.keys)
+	all, n.overflow = n.overflow, false
+	return keys, all
+}
+
 // listen keeps the table fresh: notifications of single functions, a full
 // refresh whenever listening (re)starts and every RefreshInterval.
 func (p *Proxy) listen(ctx context.Context) {
-	pending := make(chan fnKey, 1024)
+	pending := &notices{keys: map[fnKey]struct{}{}, wake: make(chan struct{}, 1)}
 	go p.applyNotices(ctx, pending)
 	go func() {
 		t := time.NewTicker(p.cfg.RefreshInterval)
@@ -211,17 +267,7 @@ func (p *Proxy) listen(ctx context.Context) {
 			if err := p.refreshAll(ctx); err != nil && ctx.Err() == nil {
 				p.log.Warn("route refresh failed", "error", err)
 			}
-		}, func(ns, name string) {
-			select {
-			case pending <- fnKey{ns, name}:
-			default: // a burst (projections rebuild): the full refresh covers it
-				go func() {
-					if err := p.refreshAll(ctx); err != nil && ctx.Err() == nil {
-						p.log.Warn("route refresh failed", "error", err)
-					}
-				}()
-			}
-		})
+		}, func(ns, name string) { pending.add(fnKey{ns, name}) })
 		if ctx.Err() != nil {
 			return
 		}
@@ -235,17 +281,25 @@ func (p *Proxy) listen(ctx context.Context) {
 	}
 }
 
-// applyNotices refreshes the functions announced, one at a time, off the
-// listening connection.
-func (p *Proxy) applyNotices(ctx context.Context, pending <-chan fnKey) {
+// applyNotices reads the routes of the functions announced, off the
+// listening connection: all those pending at once, in one query.
+func (p *Proxy) applyNotices(ctx context.Context, pending *notices) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case k := <-pending:
-			if err := p.refreshOne(ctx, k); err != nil && ctx.Err() == nil {
-				p.log.Warn("route refresh failed", "function", k.String(), "error", err)
-			}
+		case <-pending.wake:
+		}
+		keys, all := pending.take()
+		var err error
+		switch {
+		case all:
+			err = p.refreshAll(ctx)
+		case len(keys) > 0:
+			err = p.refreshSome(ctx, keys)
+		}
+		if err != nil && ctx.Err() == nil {
+			p.log.Warn("route refresh failed", "functions", len(keys), "error", err)
 		}
 	}
 }
