@@ -72,6 +72,20 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, streamID string, expect
 // insertEvents is AppendTx without the projector.
 func (s *Store) insertEvents(ctx context.Context, tx pgx.Tx, streamID string, expectedVersion int64,
 	events []NewEvent, meta Metadata) ([]Event, error) {
+	args, err := appendArgs(streamID, expectedVersion, events, meta)
+	if err != nil {
+		return nil, err
+	}
+	rows, _ := tx.Query(ctx, appendSQL, args...)
+	stored, err := scanAppended(rows, streamID, expectedVersion, meta)
+	if err == nil && len(stored) == 0 {
+		return nil, s.versionConflict(ctx, tx, streamID, expectedVersion)
+	}
+	return stored, err
+}
+
+// appendArgs validates an append and returns appendSQL's arguments.
+func appendArgs(streamID string, expectedVersion int64, events []NewEvent, meta Metadata) ([]any, error) {
 	if err := validateAppend(streamID, expectedVersion, events); err != nil {
 		return nil, err
 	}
@@ -88,9 +102,14 @@ func (s *Store) insertEvents(ctx context.Context, tx pgx.Tx, streamID string, ex
 	if err != nil {
 		return nil, fmt.Errorf("append to %s: encode metadata: %w", streamID, err)
 	}
-	ns := NamespaceOf(streamID)
+	return []any{streamID, expectedVersion, NamespaceOf(streamID), types, datas, string(metaJSON)}, nil
+}
 
-	rows, _ := tx.Query(ctx, appendSQL, streamID, expectedVersion, ns, types, datas, string(metaJSON))
+// scanAppended reads the rows of appendSQL as the stored events, sorted by
+// version: a unique violation is a version conflict, and so are no rows
+// (the caller's to explain, with versionConflict).
+func scanAppended(rows pgx.Rows, streamID string, expectedVersion int64, meta Metadata) ([]Event, error) {
+	ns := NamespaceOf(streamID)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
 		// The data comes back as stored (jsonb-normalised), so the projector sees
 		// exactly what a replay of the log will see.
@@ -108,12 +127,45 @@ func (s *Store) insertEvents(ctx context.Context, tx pgx.Tx, streamID string, ex
 		}
 		return nil, dbError("append to "+streamID, err)
 	}
-	if len(out) == 0 {
-		return nil, s.versionConflict(ctx, tx, streamID, expectedVersion)
-	}
 	// RETURNING order is not guaranteed; versions are.
 	slices.SortFunc(out, func(a, b Event) int { return cmp.Compare(a.StreamVersion, b.StreamVersion) })
 	return out, nil
+}
+
+// appendProjected stores events of a command (decoded: des) and projects
+// them with state, the aggregate folded through them, in one round trip:
+// the projection's statements follow the insert in a batch, and a conflict
+// (which makes the caller roll back) discards what they wrote.
+func (s *Store) appendProjected(ctx context.Context, tx pgx.Tx, streamID string, expectedVersion int64, events []NewEvent,
+	des []domain.Event, meta Metadata, state Aggregate) ([]Event, error) {
+	args, err := appendArgs(streamID, expectedVersion, events, meta)
+	if err != nil {
+		return nil, err
+	}
+	planned := make([]Event, len(events)) // what queueProjection needs, known before the insert
+	for i, e := range events {
+		planned[i] = Event{StreamID: streamID, StreamVersion: expectedVersion + int64(i) + 1, Namespace: NamespaceOf(streamID),
+			Type: e.Type, Metadata: meta}
+	}
+	b := &pgx.Batch{}
+	b.Queue(appendSQL, args...)
+	if err := queueProjection(b, planned, des, state); err != nil {
+		return nil, err
+	}
+	br := tx.SendBatch(ctx, b)
+	rows, _ := br.Query()
+	stored, err := scanAppended(rows, streamID, expectedVersion, meta)
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("project %d event(s) of %s: %w", len(events), streamID, err)
+	}
+	if len(stored) == 0 {
+		return nil, s.versionConflict(ctx, tx, streamID, expectedVersion)
+	}
+	return stored, nil
 }
 
 // project runs the projector, if any, on events just inserted into one

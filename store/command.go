@@ -81,16 +81,46 @@ func Fold(evs []Event, agg Aggregate) error {
 //
 // Errors: EUNAVAILABLE, EINTERNAL (an undecodable event).
 func (t *Tx) Load(ctx context.Context, streamID string, agg Aggregate) error {
-	evs, err := readStream(ctx, t.Tx, streamID, 1)
+	return t.LoadAll(ctx, Stream{ID: streamID, Agg: agg})
+}
+
+// Stream is a stream to load and the aggregate to fold it into.
+type Stream struct {
+	ID  string
+	Agg Aggregate
+}
+
+// LoadAll is Load for several streams in one round trip.
+//
+// Errors: as Load.
+func (t *Tx) LoadAll(ctx context.Context, streams ...Stream) error {
+	ids := make([]string, len(streams))
+	for i, s := range streams {
+		ids[i] = s.ID
+	}
+	var evs []Event
+	var err error
+	if len(streams) == 1 {
+		evs, err = readStream(ctx, t.Tx, ids[0], 1)
+	} else {
+		evs, err = readStreams(ctx, t.Tx, ids)
+	}
 	if err != nil {
 		return err
 	}
-	if err := Fold(evs, agg); err != nil {
-		return err
+	byStream := map[string][]Event{}
+	for _, ev := range evs {
+		byStream[ev.StreamID] = append(byStream[ev.StreamID], ev)
 	}
-	t.versions[streamID] = int64(len(evs))
-	if len(evs) > 0 {
-		t.versions[streamID] = evs[len(evs)-1].StreamVersion
+	for _, s := range streams {
+		evs := byStream[s.ID]
+		if err := Fold(evs, s.Agg); err != nil {
+			return err
+		}
+		t.versions[s.ID] = 0
+		if len(evs) > 0 {
+			t.versions[s.ID] = evs[len(evs)-1].StreamVersion
+		}
 	}
 	return nil
 }
@@ -98,7 +128,10 @@ func (t *Tx) Load(ctx context.Context, streamID string, agg Aggregate) error {
 // Append appends events to a stream loaded with Load (expecting the version
 // seen then) and folds them into agg, so later decisions in the same Tx see
 // them; jobs are inserted in the same transaction. No events is a no-op, but
-// the jobs are still inserted.
+// the jobs are still inserted. The projection is written from agg, in the
+// round trip of the insert; agg is folded even when the append then fails,
+// which ends the attempt (Execute's next one starts from fresh aggregates,
+// made inside its fn).
 //
 // Errors: ECONFLICT (wrapping errRaced) when a concurrent writer appended first.
 func (t *Tx) Append(ctx context.Context, streamID string, agg Aggregate, events []domain.Event, jobs ...river.InsertManyParams) error {
@@ -111,7 +144,22 @@ func (t *Tx) Append(ctx context.Context, streamID string, agg Aggregate, events 
 		for i, e := range events {
 			batch[i] = NewEvent{Type: e.EventType(), Data: e}
 		}
-		stored, err := t.s.insertEvents(ctx, t.Tx, streamID, expected, batch, t.meta)
+		var stored []Event
+		var err error
+		if t.s.fused { // fold first: the projection goes out with the insert
+			for _, e := range events {
+				agg.Apply(e)
+			}
+			stored, err = t.s.appendProjected(ctx, t.Tx, streamID, expected, batch, events, t.meta, agg)
+		} else {
+			stored, err = t.s.insertEvents(ctx, t.Tx, streamID, expected, batch, t.meta)
+			if err == nil {
+				for _, e := range events {
+					agg.Apply(e)
+				}
+				err = t.s.project(ctx, t.Tx, stored, agg)
+			}
+		}
 		if err != nil {
 			if domain.ErrorCode(err) == domain.ECONFLICT {
 				return &raceError{err}
@@ -120,12 +168,6 @@ func (t *Tx) Append(ctx context.Context, streamID string, agg Aggregate, events 
 		}
 		t.versions[streamID] = expected + int64(len(events))
 		t.appended = append(t.appended, stored...)
-		for _, e := range events {
-			agg.Apply(e)
-		}
-		if err := t.s.project(ctx, t.Tx, stored, agg); err != nil {
-			return err
-		}
 	}
 	if len(jobs) > 0 {
 		if _, err := t.s.InsertJobsTx(ctx, t.Tx, jobs); err != nil {

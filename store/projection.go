@@ -38,7 +38,6 @@ func Project(ctx context.Context, tx pgx.Tx, evs []Event, state Aggregate) error
 			return err
 		}
 	}
-	ns, name := splitStream(streamID)
 	des := make([]domain.Event, len(evs))
 	for i, ev := range evs {
 		de, err := domain.DecodeEvent(ev.Type, ev.Data)
@@ -48,6 +47,22 @@ func Project(ctx context.Context, tx pgx.Tx, evs []Event, state Aggregate) error
 		des[i] = de
 	}
 	b := &pgx.Batch{}
+	if err := queueProjection(b, evs, des, state); err != nil {
+		return err
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("project %d event(s) of %s: %w", len(evs), streamID, err)
+	}
+	return nil
+}
+
+// queueProjection queues in b the statements that project evs (decoded as
+// des) with state, the aggregate folded through them. It needs of evs only
+// what is known before they are stored (stream, version, metadata), so
+// Tx.Append sends them in the round trip that stores the events.
+func queueProjection(b *pgx.Batch, evs []Event, des []domain.Event, state Aggregate) error {
+	streamID := evs[0].StreamID
+	ns, name := splitStream(streamID)
 	switch s := state.(type) {
 	case *domain.Function:
 		projectFunction(b, evs, des, s, ns, name)
@@ -63,9 +78,6 @@ func Project(ctx context.Context, tx pgx.Tx, evs []Event, state Aggregate) error
 		}
 	default:
 		return domain.Errorf(domain.EINTERNAL, "no projection for stream %q (%T)", streamID, state)
-	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("project %d event(s) of %s: %w", len(evs), streamID, err)
 	}
 	return nil
 }
@@ -93,8 +105,8 @@ func projectFunction(b *pgx.Batch, evs []Event, des []domain.Event, f *domain.Fu
 			touched[e.Version], route = true, true
 		case domain.VersionActivated:
 			b.Queue(`INSERT INTO activations (position, namespace, function, version, from_version, reason, actor, activated_at)
-			         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-				evs[i].Position, ns, name, e.Version, e.From, e.Reason, evs[i].Metadata.Actor, e.At)
+			         SELECT position, $2, $3, $4, $5, $6, $7, $8 FROM events WHERE stream_id = $1 AND stream_version = $9`,
+				evs[i].StreamID, ns, name, e.Version, e.From, e.Reason, evs[i].Metadata.Actor, e.At, evs[i].StreamVersion)
 			route = true
 		case domain.FunctionCreated, domain.FunctionConfigUpdated, domain.RolloutCompleted, domain.RolloutFailed:
 			route = true

@@ -13,6 +13,9 @@ type Store struct {
 	pool      *pgxpool.Pool
 	river     *river.Client[pgx.Tx]
 	projector Projector
+	// fused says the projector is Project, whose statements Tx.Append sends
+	// with the events' insert, in one round trip.
+	fused bool
 }
 
 // New returns a Store on pool that keeps the read models current (Project runs
@@ -20,14 +23,14 @@ type Store struct {
 // (river.NewClient(riverpgxv5.New(pool), &river.Config{})) is enough. It may be
 // nil for a store that never inserts jobs.
 func New(pool *pgxpool.Pool, riverClient *river.Client[pgx.Tx]) *Store {
-	return &Store{pool: pool, river: riverClient, projector: Project}
+	return &Store{pool: pool, river: riverClient, projector: Project, fused: true}
 }
 
 // SetProjector replaces the projector that runs for every event appended from
 // now on, inside the append's transaction; nil runs none (tests of the bare event
 // store). Call it once at start-up, before the first append.
 func (s *Store) SetProjector(p Projector) {
-	s.projector = p
+	s.projector, s.fused = p, false
 }
 
 // InTx runs fn in a transaction, committing when fn returns nil and rolling back

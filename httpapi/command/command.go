@@ -57,6 +57,11 @@ func change(ctx context.Context, tx *store.Tx, stream string, agg store.Aggregat
 	if err := tx.Load(ctx, stream, agg); err != nil {
 		return nil, err
 	}
+	return decideAppend(ctx, tx, stream, agg, decide, jobs)
+}
+
+// decideAppend is change on an aggregate already loaded in tx.
+func decideAppend(ctx context.Context, tx *store.Tx, stream string, agg store.Aggregate, decide func() ([]domain.Event, error), jobs jobsFor) ([]domain.Event, error) {
 	evs, err := decide()
 	if err != nil || len(evs) == 0 {
 		return evs, err

@@ -25,11 +25,14 @@ type CreateFunctionInput struct {
 func (c *Commands) CreateFunction(ctx context.Context, meta store.Metadata, in CreateFunctionInput) (domain.Function, error) {
 	now := c.now()
 	f, _, err := run(ctx, c, meta, newFunction(Ref{in.Namespace, in.Name}), func(tx *store.Tx, f *domain.Function) error {
-		if err := ensureNamespace(ctx, tx, in.Namespace, now); err != nil {
+		n, nsStream, fnStream := &domain.Namespace{Name: in.Namespace}, domain.NamespaceStream(in.Namespace), domain.FunctionStream(f.Namespace, f.Name)
+		if err := tx.LoadAll(ctx, store.Stream{ID: nsStream, Agg: n}, store.Stream{ID: fnStream, Agg: f}); err != nil {
 			return err
 		}
-		_, err := change(ctx, tx, domain.FunctionStream(f.Namespace, f.Name), f,
-			func() ([]domain.Event, error) { return f.Create(in.Spec, now) }, nil)
+		if _, err := decideAppend(ctx, tx, nsStream, n, func() ([]domain.Event, error) { return n.Ensure(now) }, nil); err != nil {
+			return err
+		}
+		_, err := decideAppend(ctx, tx, fnStream, f, func() ([]domain.Event, error) { return f.Create(in.Spec, now) }, nil)
 		return err
 	})
 	return f, err
