@@ -23,6 +23,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/proxy"
+	"github.com/slessio/sless/internal/testutil"
 )
 
 // The invoke benchmarks measure fixed-length runs (SLESS_BENCH_SECONDS per
@@ -182,7 +183,7 @@ func (ib *invokeBench) run(b *testing.B) error {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
 		pids := t.pids()
-		before := cpuTicks(pids)
+		before := testutil.CPUTicks(pids)
 		var r *loadResult
 		if wrk != "" {
 			if r, err = wrkClosedLoop(wrk, t.url, benchConcurrency, phase); err != nil {
@@ -192,7 +193,7 @@ func (ib *invokeBench) run(b *testing.B) error {
 			r = closedLoop(t.url, benchConcurrency, phase)
 		}
 		if len(pids) > 0 && (wrk != "" || !t.inProcess) {
-			r.cpu = cpuPerRequest(cpuTicks(pids)-before, r.requests)
+			r.cpu = testutil.CPUPerOp(testutil.CPUTicks(pids)-before, r.requests)
 		}
 		r.name = t.name
 		ib.results[t.name] = r

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slessio/sless/internal/testutil"
 )
 
 // TestParseWrk reads wrk 4.1's --latency output as printed; output without
@@ -66,14 +68,14 @@ func TestProcAccounting(t *testing.T) {
 	// Spin until the kernel's own rusage says this process used 100 ms of
 	// CPU (wall time would not do on a loaded machine), then /proc must
 	// count about as much.
-	before := cpuTicks([]int{os.Getpid()})
+	before := testutil.CPUTicks([]int{os.Getpid()})
 	start := processCPU(t)
 	for deadline := time.Now().Add(30 * time.Second); processCPU(t)-start < 100*time.Millisecond; {
 		if time.Now().After(deadline) {
 			t.Fatal("could not spend 100 ms of CPU in 30 s")
 		}
 	}
-	if spent := cpuTicks([]int{os.Getpid()}) - before; spent < 5 {
+	if spent := testutil.CPUTicks([]int{os.Getpid()}) - before; spent < 5 {
 		t.Fatalf("100 ms of CPU counted %d ticks", spent)
 	}
 }

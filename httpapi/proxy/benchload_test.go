@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slessio/sless/internal/testutil"
 )
 
 // The load generators and CPU accounting of BenchmarkInvoke.
@@ -111,65 +113,13 @@ func parseWrkDuration(s string) (time.Duration, error) {
 	return 0, fmt.Errorf("wrk latency %q: unknown unit", s)
 }
 
-// statFields returns the fields of /proc/<pid>/stat after the command (which
-// may hold spaces), so field n of proc(5) is [n-3]; nil when it cannot be read.
-func statFields(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:]))
-}
-
-// allPIDs lists the processes in /proc.
-func allPIDs() []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// cpuTicks is the user+system CPU time of pids so far, in clock ticks
-// (1/100 s on Linux), from /proc/<pid>/stat; 0 where /proc cannot tell.
-func cpuTicks(pids []int) int64 {
-	var t int64
-	for _, pid := range pids {
-		f := statFields(pid)
-		if len(f) < 13 {
-			continue
-		}
-		u, _ := strconv.ParseInt(f[11], 10, 64) // utime, field 14
-		s, _ := strconv.ParseInt(f[12], 10, 64) // stime, field 15
-		t += u + s
-	}
-	return t
-}
-
-const ticksPerSecond = 100 // USER_HZ on every Linux this runs on
-
-// cpuPerRequest turns a tick count over n requests into CPU time per request.
-func cpuPerRequest(ticks int64, n int) time.Duration {
-	if n == 0 {
-		return 0
-	}
-	return time.Duration(ticks) * time.Second / ticksPerSecond / time.Duration(n)
-}
-
 // withChildren returns pid and the processes whose parent it is (nginx's
 // master and its workers).
 func withChildren(pid int) []int {
 	pids := []int{pid}
 	parent := strconv.Itoa(pid)
-	for _, child := range allPIDs() {
-		if f := statFields(child); len(f) > 1 && f[1] == parent { // ppid, field 4
+	for _, child := range testutil.AllPIDs() {
+		if f := testutil.StatFields(child); len(f) > 1 && f[1] == parent { // ppid, field 4
 			pids = append(pids, child)
 		}
 	}
@@ -197,7 +147,7 @@ func listeningPID(port int) int {
 		return 0
 	}
 	target := "socket:[" + inode + "]"
-	for _, pid := range allPIDs() {
+	for _, pid := range testutil.AllPIDs() {
 		dir := fmt.Sprintf("/proc/%d/fd", pid)
 		fds, _ := os.ReadDir(dir)
 		for _, fd := range fds {

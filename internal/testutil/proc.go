@@ -1,0 +1,74 @@
+package testutil
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TicksPerSecond is USER_HZ, the unit of /proc's CPU times, on every Linux this runs on.
+const TicksPerSecond = 100
+
+// StatFields returns the fields of /proc/<pid>/stat after the command (which
+// may hold spaces), so field n of proc(5) is [n-3]; nil when it cannot be read.
+func StatFields(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
+// AllPIDs lists the processes in /proc.
+func AllPIDs() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// PIDsNamed lists the processes whose command name (/proc/<pid>/comm) is name.
+func PIDsNamed(name string) []int {
+	var pids []int
+	for _, pid := range AllPIDs() {
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == name {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// CPUTicks is the user+system CPU time of pids so far, in clock ticks
+// (TicksPerSecond), from /proc/<pid>/stat; 0 where /proc cannot tell.
+func CPUTicks(pids []int) int64 {
+	var t int64
+	for _, pid := range pids {
+		f := StatFields(pid)
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64) // utime, field 14
+		s, _ := strconv.ParseInt(f[12], 10, 64) // stime, field 15
+		t += u + s
+	}
+	return t
+}
+
+// CPUPerOp turns a tick count over n operations into CPU time per operation.
+func CPUPerOp(ticks int64, n int) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return time.Duration(ticks) * time.Second / TicksPerSecond / time.Duration(n)
+}
