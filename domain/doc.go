@@ -20,4 +20,21 @@
 //	Trigger:   enabled (user's wish) and active (driver's report) are separate facts.
 //
 // Stream ids are "<kind>:<namespace>/<name>" (FunctionStream, TriggerStream, JobStream).
+//
+// # Adding a trigger type
+//
+// A new trigger type (say queue) starts here: its TriggerType constant, its
+// place in TriggerTypes, and its spec rules in Trigger.Create. Every switch
+// on the type then either handles it or fails loudly, and the tests that walk
+// TriggerTypes show which: workers.TriggerJobs (the job a change of such a
+// trigger causes; a worker of its own in workers/ if it needs one) and the
+// rollout's step for the function's triggers (workers/rollout.go). Then its
+// rendering (httpapi/trigger.go newTrigger, listing.go), its read-model
+// queries if it routes requests or fires on its own (store/route.go,
+// store/query.go), the CLI's --flag (cmd/sless/cli) and the Terraform
+// provider, which validate with TriggerTypes already.
+//
+// A new command (a use case that appends events) is a method on this
+// package's aggregate that returns events or an *Error, a case in its Apply,
+// and its use case in httpapi/command (see that package).
 package domain

@@ -17,14 +17,16 @@ import (
 	"github.com/slessio/sless/domain"
 )
 
-// TriggerKind says what started an invocation.
+// TriggerKind says what started an invocation: a trigger of one of
+// domain's TriggerTypes, or a job run (jobs are not triggers, so this is not
+// domain.TriggerType itself; the shared kinds take domain's values).
 type TriggerKind string
 
 // Every trigger kind of an invocation.
 const (
-	InvocationHTTP TriggerKind = "http" // a request through the /fn/ proxy
-	InvocationCron TriggerKind = "cron" // a cron slot
-	InvocationJob  TriggerKind = "job"  // a one-shot job run
+	InvocationHTTP TriggerKind = TriggerKind(domain.TriggerHTTP) // a request through the /fn/ proxy
+	InvocationCron TriggerKind = TriggerKind(domain.TriggerCron) // a cron slot
+	InvocationJob  TriggerKind = "job"                           // a one-shot job run
 )
 
 // Invocation is one recorded call of a function. Status is the HTTP status

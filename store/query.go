@@ -171,7 +171,7 @@ func (s *Store) ListFiringCronTriggers(ctx context.Context) ([]CronTrigger, erro
 	rows, _ := s.pool.Query(ctx, `SELECT t.namespace, t.name, t.type, t.function, t.schedule, t.enabled, t.active, t.created_at,
 			coalesce(t.active_since, '-infinity')
 		FROM triggers t JOIN functions f ON f.namespace = t.namespace AND f.name = t.function
-		WHERE t.type = 'cron' AND t.enabled AND t.active AND f.active_version > 0
+		WHERE t.type = '`+string(domain.TriggerCron)+`' AND t.enabled AND t.active AND f.active_version > 0
 		ORDER BY t.namespace, t.name`)
 	ts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (CronTrigger, error) {
 		var c CronTrigger

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -135,6 +136,8 @@ func (w *Workers) recordRollout(ctx context.Context, tx *store.Tx, f *domain.Fun
 			if err := w.insertJobs(ctx, tx, ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name}); err != nil {
 				return err
 			}
+		default:
+			panic(fmt.Sprintf("workers rollout: trigger type %q has no step after a rollout: add it here", t.Type))
 		}
 	}
 	return nil

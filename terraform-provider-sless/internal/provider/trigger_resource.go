@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -60,9 +62,13 @@ func (r *triggerResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 }
 
 func validTriggerType() validator.String {
-	return check{"http or cron", func(s string) error {
-		if s != string(domain.TriggerHTTP) && s != string(domain.TriggerCron) {
-			return domain.FieldErrorf("type", "must be %q or %q, not %q", domain.TriggerHTTP, domain.TriggerCron, s)
+	var names []string
+	for _, t := range domain.TriggerTypes() {
+		names = append(names, string(t))
+	}
+	return check{strings.Join(names, " or "), func(s string) error {
+		if !slices.Contains(names, s) {
+			return domain.FieldErrorf("type", "must be one of %s, not %q", strings.Join(names, ", "), s)
 		}
 		return nil
 	}}
