@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slessio/sless/domain"
 )
 
 func TestTriggers(t *testing.T) {
@@ -231,6 +233,45 @@ func TestTriggerCreateRacingFunctionDelete(t *testing.T) {
 		wg.Wait()
 		if res := c.do("GET", c.p("/triggers/"+name+"-web"), nil); res.status != http.StatusNotFound {
 			t.Fatalf("round %d: trigger %s-web outlived its function (GET = %d %s)", i, name, res.status, res.body)
+		}
+	}
+}
+
+// TestEveryTriggerTypeIsServed walks domain.TriggerTypes through the API: each
+// type is created, shows its own field (an http trigger its URL, a cron
+// trigger its next run) and queues its job. A new type fails here until its
+// request, its rendering (trigger.go newTrigger) and its job are added.
+func TestEveryTriggerTypeIsServed(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	c.createFunction("fn")
+	cases := map[domain.TriggerType]struct {
+		request map[string]any
+		field   string // set in the answer for an enabled trigger of the type
+		job     string // the River job kind its creation queues
+		jobArg  string
+		jobName string
+	}{
+		domain.TriggerHTTP: {map[string]any{}, "url", "rollout", "function", "fn"},
+		domain.TriggerCron: {map[string]any{"schedule": "*/5 * * * *"}, "next_run_at", "schedule", "trigger", "t-cron"},
+	}
+	for _, typ := range domain.TriggerTypes() {
+		tc, ok := cases[typ]
+		if !ok {
+			t.Errorf("trigger type %q has no case here: add its request, rendering and job", typ)
+			continue
+		}
+		req := map[string]any{"name": "t-" + string(typ), "type": string(typ), "function": "fn"}
+		for k, v := range tc.request {
+			req[k] = v
+		}
+		got := c.do("POST", c.p("/triggers"), req).want(201).obj()
+		if got["type"] != string(typ) || got[tc.field] == nil || got[tc.field] == "" {
+			t.Errorf("%s trigger %v, want its %s", typ, got, tc.field)
+		}
+		if n := f.countJobs(tc.job, c.ns, tc.jobArg, tc.jobName); n < 1 {
+			t.Errorf("%s trigger: no %s job", typ, tc.job)
 		}
 	}
 }
