@@ -28,11 +28,12 @@
 // on the type then either handles it or fails loudly, and the tests that walk
 // TriggerTypes show which: workers.TriggerJobs (the job a change of such a
 // trigger causes; a worker of its own in workers/ if it needs one) and the
-// rollout's step for the function's triggers (workers/rollout.go). Then its
-// rendering (httpapi/trigger.go newTrigger, listing.go), its read-model
-// queries if it routes requests or fires on its own (store/route.go,
-// store/query.go), the CLI's --flag (cmd/sless/cli) and the Terraform
-// provider, which validate with TriggerTypes already.
+// rollout's step for the function's triggers (workers/rollout.go), and its
+// request, rendering and job through the API (httpapi's
+// TestEveryTriggerTypeIsServed; trigger.go newTrigger, listing.go). Then
+// its read-model queries if it routes requests or fires on its own
+// (store/route.go, store/query.go), a flag of the CLI (cmd/sless/cli), and
+// the Terraform provider's documentation (its validator takes TriggerTypes).
 //
 // A new command (a use case that appends events) is a method on this
 // package's aggregate that returns events or an *Error, a case in its Apply,
