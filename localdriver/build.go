@@ -44,8 +44,8 @@ const maxZipBytes = 64 << 20
 // Build unpacks the version's zip into a fresh directory, installs the
 // runtime wrapper and builds it (Go: go build with the machine's shared build
 // cache; Node.js: npm install --omit=dev when package.json has dependencies;
-// Python: nothing, and a requirements.txt fails the build because local mode
-// has no package index). The directory becomes Dir/builds/<ns>/<fn>/v<N>
+// Python: pip install --target of a requirements.txt into the version's own
+// folder). The directory becomes Dir/builds/<ns>/<fn>/v<N>
 // only when the build succeeded, so building a built version again returns
 // the same Image and Log at once. Failures of the user's code are a result
 // with Failed set; errors are EINVALID (bad names), EUNAVAILABLE (code store,

@@ -12,14 +12,14 @@
 // Build unpacks a version's zip into Dir/builds/<ns>/<fn>/v<N>.tmp-*/function/,
 // installs the runtime wrapper and builds (runtimes.Build: go build with the
 // machine's shared GOCACHE, npm install --omit=dev when package.json has
-// dependencies, nothing for Python), then renames the directory to v<N> with
+// dependencies, pip install --target for a requirements.txt), then renames the directory to v<N> with
 // a sless-build.json manifest. Only finished builds have a manifest, so a
 // build killed half-way leaves nothing that is used, and building a built
 // version again (River delivers at least once) returns the stored result. The
 // image is "local:<ns>/<fn>/v<N>"; a later version that reuses a build (a
 // configuration change) runs from that directory with its own configuration.
-// A requirements.txt that lists packages fails the build (the python3.11
-// runtime refuses to install it): local mode has no package index. What
+// A Python function's requirements.txt is installed by pip inside the
+// build's sandbox into the version's python-deps folder (runtimes). What
 // differs between runtimes (memory knob, SLESS_ENTRYPOINT or a compiled-in
 // entrypoint) comes from runtimes.Describe, never from a switch here.
 //

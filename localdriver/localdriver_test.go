@@ -13,6 +13,7 @@ import (
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
+	"github.com/slessio/sless/runtimes/runtimestest"
 	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/workers"
 )
@@ -61,17 +62,32 @@ func TestBuildLayoutAndReuse(t *testing.T) {
 	}
 }
 
+// TestBuildPythonRequirements: pip installs a requirements.txt inside the
+// build's sandbox into the version's own folder — a package from a local
+// path in the zip and one from a vendored wheel, with no network — and the
+// function's sandboxed process imports them; a requirement pip cannot
+// satisfy fails the version with pip's message.
 func TestBuildPythonRequirements(t *testing.T) {
 	t.Parallel()
 	e := setup(t, localdriver.Options{})
-	files := map[string]string{"handler.py": pyHello["handler.py"], "requirements.txt": "# web\nrequests==2.31.0\n"}
-	_, res := e.build(t, ns, "reqs", 1, pyConfig(nil), files)
-	if !res.Failed || !strings.Contains(res.Message, "not supported in local mode") || !strings.Contains(res.Message, "requests==2.31.0") {
-		t.Fatalf("build with requirements.txt = %+v", res)
+	wheel, wheelData := runtimestest.PyWheel(t, "tinywheel", "VALUE = 42\n")
+	files := runtimestest.Prefixed("libs/mylib", runtimestest.PyPackage("mylib", "def greet(name):\n    return 'hello ' + name\n"))
+	files["wheels/"+wheel] = string(wheelData)
+	files["handler.py"] = "import mylib\nimport tinywheel\n\ndef handle(event):\n    return mylib.greet(str(tinywheel.VALUE))\n"
+	files["requirements.txt"] = "--no-index\n--find-links wheels\n./libs/mylib\ntinywheel==1.0\n"
+	w := e.mustBuild(t, ns, "reqs", 1, pyConfig(nil), files)
+	if res := e.run(t, w, "{}"); res.ExitCode != 0 || lastLineOf(res.Stdout) != `"hello 42"` {
+		t.Fatalf("job with dependencies: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+
+	files["requirements.txt"] = "# web\n--no-index\nrequests==2.31.0\n"
+	_, res := e.build(t, ns, "reqs", 2, pyConfig(nil), files)
+	if !res.Failed || !strings.HasPrefix(res.Message, "pip install: Could not find a version that satisfies the requirement requests==2.31.0") {
+		t.Fatalf("build with an unsatisfiable requirement = %+v", res)
 	}
 	// A requirements.txt that lists nothing is fine.
-	files["requirements.txt"] = "# nothing yet\n\n"
-	if _, res := e.build(t, ns, "reqs", 2, pyConfig(nil), files); res.Failed {
+	plain := map[string]string{"handler.py": pyHello["handler.py"], "requirements.txt": "# nothing yet\n\n"}
+	if _, res := e.build(t, ns, "reqs", 3, pyConfig(nil), plain); res.Failed {
 		t.Fatalf("build with an empty requirements.txt failed: %s", res.Message)
 	}
 }

@@ -13,8 +13,10 @@
 //	go1.23      DIR/function/sless_*.go (+ go.mod)   build: go build -o DIR/sless-fn; run: DIR/sless-fn
 //
 // Build then compiles Go (readable compiler output in the EUNPROCESSABLE error), runs
-// npm install --omit=dev when package.json declares dependencies, and does nothing for
-// Python (stdlib only; requirements.txt is not installed). Command returns the program,
+// npm install --omit=dev when package.json declares dependencies, and for Python runs
+// pip install --target DIR/python-deps -r requirements.txt when the file lists
+// anything (DIR/python-deps is then on PYTHONPATH; the index is the operator's
+// SLESS_PIP_INDEX_URL and SLESS_PIP_EXTRA_INDEX_URL). Command returns the program,
 // arguments, working directory (DIR/function) and base environment of a process;
 // interpreters are resolved to real paths once per process, because python3 on PATH
 // may be a pyenv shim costing ~100 ms per start.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,25 +19,81 @@ var pythonEntrypoint = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A
 
 var python3 = newInterpreter("python3", "-c", "import sys; print(sys.executable)")
 
-// python runs functions with the standard library only: nothing to build, and no
-// package index to install a requirements.txt from.
+// python runs functions on the interpreter's standard library plus what a
+// requirements.txt at the root of the zip lists, installed by pip at build
+// time into the version's own directory (pythonDeps), never into an
+// interpreter's site-packages that other functions share.
 type python struct{}
+
+// pythonDeps is the folder below an install directory that holds the
+// packages requirements.txt lists; it is on the function's PYTHONPATH.
+const pythonDeps = "python-deps"
+
+// The operator's package index for requirements.txt (never the zip's): the
+// index pip installs from and one more it also searches.
+const (
+	EnvPipIndexURL      = "SLESS_PIP_INDEX_URL"
+	EnvPipExtraIndexURL = "SLESS_PIP_EXTRA_INDEX_URL"
+)
 
 func init() {
 	register(Description{Name: "python3.11", ReadOnlyRoot: true, lang: python{}})
 }
 
 func (python) install(dir, entrypoint string) error {
-	if msg := requirementsUnsupported(filepath.Join(dir, FunctionDir)); msg != "" {
-		return domain.Errorf(domain.EUNPROCESSABLE, "%s", msg)
-	}
 	if !pythonEntrypoint.MatchString(entrypoint) {
 		return domain.FieldErrorf("entrypoint", "must be module.function, like handler.handle; got %q", entrypoint)
 	}
 	return copyWrapper("python3.11", pythonWrapper, filepath.Join(dir, pythonWrapper))
 }
 
-func (python) build(context.Context, string, BuildOptions) (string, error) { return "", nil }
+// build installs the packages requirements.txt lists with pip install
+// --target, run in the function's folder so that local paths (./libs/mylib)
+// and a --find-links wheels line resolve inside the zip. pip's own rules
+// apply: a file with --hash lines installs in hash-checking mode, one with
+// --no-index (and --find-links wheels) reaches no index, also for the build
+// backends of local packages, which then come from the vendored wheels too.
+func (python) build(ctx context.Context, dir string, opts BuildOptions) (string, error) {
+	fnDir := filepath.Join(dir, FunctionDir)
+	reqs := requirementLines(fnDir)
+	target := filepath.Join(dir, pythonDeps)
+	if err := os.RemoveAll(target); err != nil {
+		return "", domain.Errorf(domain.EINTERNAL, "clear %s: %v", pythonDeps, err)
+	}
+	if len(reqs) == 0 {
+		return "", nil
+	}
+	py, err := python3.resolve()
+	if err != nil {
+		return "", err
+	}
+	args := []string{"-m", "pip", "install", "--no-input", "--disable-pip-version-check", "--no-warn-script-location",
+		"--root-user-action=ignore", "--progress-bar", "off", "--target", target, "-r", "requirements.txt"}
+	env := opts.toolEnv(filepath.Dir(py))
+	for _, kv := range [][2]string{{EnvPipIndexURL, "PIP_INDEX_URL"}, {EnvPipExtraIndexURL, "PIP_EXTRA_INDEX_URL"}} {
+		if v := os.Getenv(kv[0]); v != "" {
+			env = append(env, kv[1]+"="+v)
+		}
+	}
+	t := Tool{Name: "pip install", Path: py, Args: args, Dir: fnDir, Env: env}
+	out, err := opts.run(ctx, t)
+	if err != nil {
+		_ = os.RemoveAll(target) // no partial dependencies
+		return string(out), pipError(ctx, t.Name, out, err)
+	}
+	return string(out), nil
+}
+
+// pipError is buildError with pip's own error line first.
+func pipError(ctx context.Context, tool string, out []byte, err error) error {
+	berr := buildError(ctx, tool, out, err)
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "ERROR: ") {
+			return domain.Errorf(domain.ErrorCode(berr), "%s: %s\n%s", tool, strings.TrimPrefix(line, "ERROR: "), domain.ErrorMessage(berr))
+		}
+	}
+	return berr
+}
 
 func (python) program(dir string) (string, []string, []string, error) {
 	wrapper := filepath.Join(dir, pythonWrapper)
@@ -51,15 +106,19 @@ func (python) program(dir string) (string, []string, []string, error) {
 	}
 	// -u: output reaches the driver as it is written, and a job's last line survives
 	// an exit on timeout.
-	return path, []string{"-u", wrapper}, []string{"PYTHONIOENCODING=utf-8"}, nil
+	env := []string{"PYTHONIOENCODING=utf-8"}
+	if info, err := os.Stat(filepath.Join(dir, pythonDeps)); err == nil && info.IsDir() {
+		env = append(env, "PYTHONPATH="+filepath.Join(dir, pythonDeps))
+	}
+	return path, []string{"-u", wrapper}, env, nil
 }
 
-// requirementsUnsupported returns why a Python function that lists packages
-// in requirements.txt cannot be installed, "" when it lists none.
-func requirementsUnsupported(fnDir string) string {
+// requirementLines returns the lines of the function's requirements.txt
+// that say something (comments and blank lines dropped); none without one.
+func requirementLines(fnDir string) []string {
 	data, err := os.ReadFile(filepath.Join(fnDir, "requirements.txt"))
 	if err != nil {
-		return ""
+		return nil
 	}
 	var reqs []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -69,10 +128,5 @@ func requirementsUnsupported(fnDir string) string {
 			reqs = append(reqs, line)
 		}
 	}
-	if len(reqs) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("requirements.txt is not supported in local mode: sless dev runs Python functions "+
-		"with the standard library only and installs no packages (requirements.txt lists %s). "+
-		"Copy pure-Python dependencies into the zip next to your code, or deploy to a cluster.", strings.Join(reqs, ", "))
+	return reqs
 }

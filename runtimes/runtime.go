@@ -76,8 +76,7 @@ func (r Runtime) Name() string { return r.desc.Name }
 // files and the generated entrypoint binding to dir/function, plus a go.mod when the
 // user sent none. Installing again overwrites the same files. It returns EINVALID for
 // an entrypoint the runtime cannot call (Go: not an exported identifier) and
-// EUNPROCESSABLE when dir/function is missing or holds what the runtime cannot
-// install (Python: a requirements.txt that lists packages).
+// EUNPROCESSABLE when dir/function is missing.
 func (r Runtime) Install(dir, entrypoint string) error {
 	info, err := os.Stat(filepath.Join(dir, FunctionDir))
 	if err != nil || !info.IsDir() {
@@ -88,9 +87,11 @@ func (r Runtime) Install(dir, entrypoint string) error {
 
 // Build prepares installed code to run and returns the tool's output: Go compiles the
 // binary, Node.js runs npm install --omit=dev when package.json lists dependencies,
-// Python does nothing. The tools run through opts (a sandbox, a home for their
-// caches). It returns EUNPROCESSABLE with the compiler or npm output when that
-// fails, and EUNAVAILABLE when the tool is missing or ctx ends first.
+// Python runs pip install --target dir/python-deps when requirements.txt lists any
+// (no partial folder is left when it fails). The tools run through opts (a sandbox,
+// a home for their caches). It returns EUNPROCESSABLE with the compiler's, npm's or
+// pip's output (pip's error line first) when that fails, and EUNAVAILABLE when the
+// tool is missing or ctx ends first.
 func (r Runtime) Build(ctx context.Context, dir string, opts BuildOptions) (string, error) {
 	return r.desc.lang.build(ctx, dir, opts)
 }

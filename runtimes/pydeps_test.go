@@ -1,0 +1,85 @@
+package runtimes_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
+	"github.com/slessio/sless/runtimes"
+	"github.com/slessio/sless/runtimes/runtimestest"
+)
+
+// TestBuildPythonRequirements: a requirements.txt installs, with real pip and
+// no network, a package from a local path in the zip and one from a wheel
+// vendored in wheels/, into the version's own python-deps folder, which the
+// function imports from; a requirement pip cannot satisfy or a wrong hash
+// fails the build with pip's own error first and leaves no python-deps.
+func TestBuildPythonRequirements(t *testing.T) {
+	t.Parallel()
+	rt := mustLookup(t, "python3.11")
+	dir := emptyInstallDir(t)
+	fn := filepath.Join(dir, runtimes.FunctionDir)
+	runtimestest.WriteFiles(t, fn, runtimestest.Prefixed("libs/mylib", runtimestest.PyPackage("mylib", "def greet(name):\n    return 'hello ' + name\n")))
+	wheel, wheelData := runtimestest.PyWheel(t, "tinywheel", "VALUE = 42\n")
+	runtimestest.WriteFiles(t, fn, map[string]string{"wheels/" + wheel: string(wheelData)})
+	runtimestest.WriteFiles(t, fn, map[string]string{
+		"handler.py":       "import mylib\nimport tinywheel\n\ndef handle(event):\n    return {'greeting': mylib.greet(event['name']), 'value': tinywheel.VALUE}\n",
+		"requirements.txt": "# vendored: no index\n--no-index\n--find-links wheels\n./libs/mylib\ntinywheel==1.0\n",
+	})
+	if err := rt.Install(dir, "handler.handle"); err != nil {
+		t.Fatal(err)
+	}
+	log, err := rt.Build(context.Background(), dir, runtimes.BuildOptions{})
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, log)
+	}
+	if !strings.Contains(log, "Successfully installed") {
+		t.Errorf("build log %q does not show pip's install", log)
+	}
+	for _, pkg := range []string{"mylib", "tinywheel"} {
+		if _, err := os.Stat(filepath.Join(dir, "python-deps", pkg, "__init__.py")); err != nil {
+			t.Errorf("%s not installed into the version's python-deps: %v", pkg, err)
+		}
+	}
+	got := runJob(t, mustCommand(t, "python3.11", dir, runtimes.ModeJob), entry("handler.handle"), `SLESS_EVENT={"name": "sless"}`)
+	if got.code != 0 {
+		t.Fatalf("exit %d: %s", got.code, got.stderr)
+	}
+	var result map[string]any
+	if err := json.Unmarshal([]byte(lastLine(t, got.stdout)), &result); err != nil || result["greeting"] != "hello sless" || result["value"] != 42.0 {
+		t.Fatalf("result %q (%v)", got.stdout, err)
+	}
+
+	// The right hash installs in hash-checking mode; a wrong one fails.
+	sum := sha256.Sum256(wheelData)
+	runtimestest.WriteFiles(t, fn, map[string]string{"requirements.txt": "--no-index\n--find-links wheels\ntinywheel==1.0 --hash=sha256:" + hex.EncodeToString(sum[:]) + "\n"})
+	if log, err := rt.Build(context.Background(), dir, runtimes.BuildOptions{}); err != nil {
+		t.Fatalf("build with the wheel's hash: %v\n%s", err, log)
+	}
+	runtimestest.WriteFiles(t, fn, map[string]string{"requirements.txt": "--no-index\n--find-links wheels\ntinywheel==1.0 --hash=sha256:" + strings.Repeat("0", 64) + "\n"})
+	_, err = rt.Build(context.Background(), dir, runtimes.BuildOptions{})
+	testutil.RequireCode(t, err, domain.EUNPROCESSABLE, "pip install: THESE PACKAGES DO NOT MATCH THE HASHES")
+	if _, serr := os.Stat(filepath.Join(dir, "python-deps")); !os.IsNotExist(serr) {
+		t.Errorf("a failed install left python-deps: %v", serr)
+	}
+
+	runtimestest.WriteFiles(t, fn, map[string]string{"requirements.txt": "--no-index\nnosuchpkg==1.0\n"})
+	_, err = rt.Build(context.Background(), dir, runtimes.BuildOptions{})
+	testutil.RequireCode(t, err, domain.EUNPROCESSABLE, "pip install: Could not find a version that satisfies the requirement nosuchpkg==1.0")
+	if !strings.HasPrefix(domain.ErrorMessage(err), "pip install: Could not find") {
+		t.Errorf("pip's error line is not first: %v", err)
+	}
+
+	// A requirements.txt that lists nothing installs nothing.
+	runtimestest.WriteFiles(t, fn, map[string]string{"requirements.txt": "# nothing yet\n\n"})
+	if log, err := rt.Build(context.Background(), dir, runtimes.BuildOptions{}); err != nil || log != "" {
+		t.Fatalf("build with an empty requirements.txt: %v %q", err, log)
+	}
+}
