@@ -58,6 +58,11 @@ type Options struct {
 	StopGrace time.Duration
 	// StartTimeout bounds how long Deploy waits for /_sless/health (1 min).
 	StartTimeout time.Duration
+	// BuildStepTimeout bounds each build step, a compile or a dependency
+	// install (runtimes.DefaultStepTimeout); MaxDepsBytes bounds the
+	// dependencies one installs (runtimes.DefaultMaxDepsBytes).
+	BuildStepTimeout time.Duration
+	MaxDepsBytes     int64
 	// RestartBackoff is the delay before the first restart after a crash; it
 	// doubles with each further crash up to MaxRestartBackoff (250 ms, 30 s).
 	RestartBackoff    time.Duration

@@ -454,3 +454,28 @@ def handle(event):
 		t.Fatalf("Deploy after Close = %v", err)
 	}
 }
+
+// TestBuildLimits: the driver's build step limits reach the sandboxed
+// install: a dependency that builds for a minute fails the version at the
+// time limit, one bigger than the size limit fails it too.
+func TestBuildLimits(t *testing.T) {
+	t.Parallel()
+	e := setup(t, localdriver.Options{BuildStepTimeout: 3 * time.Second, MaxDepsBytes: 100})
+	slow := runtimestest.PyPackage("slowlib", "VALUE = 1\n")
+	slow["sleep_seconds"] = "60"
+	files := runtimestest.Prefixed("libs/slowlib", slow)
+	files["handler.py"] = pyHello["handler.py"]
+	files["requirements.txt"] = "--no-index\n./libs/slowlib\n"
+	start := time.Now()
+	_, res := e.build(t, ns, "limits", 1, pyConfig(nil), files)
+	if !res.Failed || !strings.Contains(res.Message, "did not finish within the build step limit of 3s") || time.Since(start) > 40*time.Second {
+		t.Fatalf("slow install: %+v after %s", res, time.Since(start))
+	}
+	delete(slow, "sleep_seconds")
+	files = runtimestest.Prefixed("libs/slowlib", slow)
+	files["handler.py"] = pyHello["handler.py"]
+	files["requirements.txt"] = "--no-index\n./libs/slowlib\n"
+	if _, res := e.build(t, ns, "limits", 2, pyConfig(nil), files); !res.Failed || !strings.Contains(res.Message, "more than the limit of 100 bytes") {
+		t.Fatalf("big install: %+v", res)
+	}
+}

@@ -38,7 +38,8 @@ func (d *Driver) processCommand(k fnKey, rs runtimes.Spec, dir string, env []str
 // the tenant's home (its Go and npm caches) at sandbox.HomeDir; without a
 // sandbox, as plain processes with the platform's own caches.
 func (d *Driver) buildOptions(k fnKey, dir string, env []string) runtimes.BuildOptions {
-	opts := runtimes.BuildOptions{Env: env, CheckTimeout: d.opts.StartTimeout}
+	opts := runtimes.BuildOptions{Env: env, CheckTimeout: d.opts.StartTimeout, StepTimeout: d.opts.BuildStepTimeout,
+		MaxDepsBytes: d.opts.MaxDepsBytes}
 	if d.sb.Mode() == sandbox.ModeBubblewrap {
 		opts.Home = sandbox.HomeDir
 	}

@@ -2,6 +2,8 @@ package runtimes
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,13 +54,88 @@ type BuildOptions struct {
 	Env []string
 	// CheckTimeout bounds Check (DefaultCheckTimeout).
 	CheckTimeout time.Duration
+	// StepTimeout bounds each build step, a compile or a dependency install
+	// (DefaultStepTimeout); one that runs longer fails the build.
+	StepTimeout time.Duration
+	// MaxDepsBytes bounds the dependencies a step installs into the version
+	// (python-deps, node_modules; DefaultMaxDepsBytes); more fails the build.
+	MaxDepsBytes int64
 }
 
+// The limits of a build step when BuildOptions leaves them out.
+const (
+	DefaultStepTimeout  = 10 * time.Minute
+	DefaultMaxDepsBytes = 512 << 20
+)
+
+// stepTimeout says that a build step ran out of its own time (not its caller's).
+type stepTimeout struct {
+	tool  string
+	limit time.Duration
+}
+
+func (e *stepTimeout) Error() string {
+	return fmt.Sprintf("%s did not finish within the build step limit of %s", e.tool, e.limit)
+}
+
+// run runs tool t within the step limit: past it, the tool is killed and the
+// error is a *stepTimeout.
 func (o BuildOptions) run(ctx context.Context, t Tool) ([]byte, error) {
-	if o.Runner == nil {
-		return LocalRunner(ctx, t)
+	limit := o.StepTimeout
+	if limit <= 0 {
+		limit = DefaultStepTimeout
 	}
-	return o.Runner(ctx, t)
+	over := &stepTimeout{tool: t.Name, limit: limit}
+	sctx, cancel := context.WithTimeoutCause(ctx, limit, over)
+	defer cancel()
+	var out []byte
+	var err error
+	if o.Runner == nil {
+		out, err = LocalRunner(sctx, t)
+	} else {
+		out, err = o.Runner(sctx, t)
+	}
+	if err != nil && ctx.Err() == nil && context.Cause(sctx) == over {
+		return out, over
+	}
+	return out, err
+}
+
+// checkDepsSize fails when the dependencies installed in dir take more than
+// the limit, removing them: no partial or oversized folder stays.
+func (o BuildOptions) checkDepsSize(tool, dir string) error {
+	limit := o.MaxDepsBytes
+	if limit <= 0 {
+		limit = DefaultMaxDepsBytes
+	}
+	var size int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			size += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		return domain.Errorf(domain.EINTERNAL, "measure %s: %v", dir, err)
+	}
+	if size <= limit {
+		return nil
+	}
+	_ = os.RemoveAll(dir)
+	return domain.Errorf(domain.EUNPROCESSABLE, "%s installed %s of dependencies, more than the limit of %s",
+		tool, byteSize(size), byteSize(limit))
+}
+
+// byteSize writes n bytes in MiB, or in bytes below one MiB.
+func byteSize(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // passedThrough are the operator's variables that build tools need to reach

@@ -79,9 +79,10 @@ func (node) build(ctx context.Context, dir string, opts BuildOptions) (string, e
 		Dir: fnDir, Env: opts.toolEnv(filepath.Dir(nodePath), filepath.Dir(npm))}
 	out, err := opts.run(ctx, t)
 	if err != nil {
+		_ = os.RemoveAll(filepath.Join(fnDir, "node_modules")) // no partial dependencies
 		return string(out), buildError(ctx, t.Name, out, err)
 	}
-	return string(out), nil
+	return string(out), opts.checkDepsSize(t.Name, filepath.Join(fnDir, "node_modules"))
 }
 
 func (node) program(dir string) (string, []string, []string, error) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/internal/testutil"
@@ -81,5 +82,49 @@ func TestBuildPythonRequirements(t *testing.T) {
 	runtimestest.WriteFiles(t, fn, map[string]string{"requirements.txt": "# nothing yet\n\n"})
 	if log, err := rt.Build(context.Background(), dir, runtimes.BuildOptions{}); err != nil || log != "" {
 		t.Fatalf("build with an empty requirements.txt: %v %q", err, log)
+	}
+}
+
+// TestBuildStepLimits: a dependency install that outlasts the step's time
+// limit, or installs more than the size limit, fails the build with the limit
+// in the message and leaves no python-deps.
+func TestBuildStepLimits(t *testing.T) {
+	t.Parallel()
+	rt := mustLookup(t, "python3.11")
+	for _, tc := range []struct {
+		name string
+		opts runtimes.BuildOptions
+		pkg  map[string]string
+		want string
+	}{
+		{"time", runtimes.BuildOptions{StepTimeout: 2 * time.Second},
+			map[string]string{"sleep_seconds": "60"}, "pip install did not finish within the build step limit of 2s"},
+		{"size", runtimes.BuildOptions{MaxDepsBytes: 100},
+			map[string]string{}, "pip install installed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := emptyInstallDir(t)
+			fn := filepath.Join(dir, runtimes.FunctionDir)
+			pkg := runtimestest.PyPackage("mylib", "VALUE = 1\n")
+			for k, v := range tc.pkg {
+				pkg[k] = v
+			}
+			runtimestest.WriteFiles(t, fn, runtimestest.Prefixed("libs/mylib", pkg))
+			runtimestest.WriteFiles(t, fn, map[string]string{"handler.py": "def handle(event):\n    return 1\n",
+				"requirements.txt": "--no-index\n./libs/mylib\n"})
+			if err := rt.Install(dir, "handler.handle"); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, err := rt.Build(context.Background(), dir, tc.opts)
+			testutil.RequireCode(t, err, domain.EUNPROCESSABLE, tc.want)
+			if took := time.Since(start); took > 30*time.Second {
+				t.Errorf("the build took %s: the limit did not stop it", took)
+			}
+			if _, serr := os.Stat(filepath.Join(dir, "python-deps")); !os.IsNotExist(serr) {
+				t.Errorf("the failed build left python-deps: %v", serr)
+			}
+		})
 	}
 }

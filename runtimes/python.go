@@ -81,7 +81,7 @@ func (python) build(ctx context.Context, dir string, opts BuildOptions) (string,
 		_ = os.RemoveAll(target) // no partial dependencies
 		return string(out), pipError(ctx, t.Name, out, err)
 	}
-	return string(out), nil
+	return string(out), opts.checkDepsSize(t.Name, target)
 }
 
 // pipError is buildError with pip's own error line first.

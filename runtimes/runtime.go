@@ -211,6 +211,10 @@ func clip(out string, max int) string {
 
 // buildError turns a failed build command into a coded error carrying its output.
 func buildError(ctx context.Context, tool string, out []byte, err error) error {
+	var over *stepTimeout
+	if errors.As(err, &over) {
+		return domain.Errorf(domain.EUNPROCESSABLE, "%s; its output so far:\n%s", over.Error(), clip(string(out), 8<<10))
+	}
 	if ctx.Err() != nil {
 		return domain.Errorf(domain.EUNAVAILABLE, "%s did not finish: %v", tool, ctx.Err())
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slessio/sless/runtimes"
 )
 
 // config is the control plane's configuration: flags override environment
@@ -45,9 +47,11 @@ type config struct {
 	FnClientRate  float64                  // SLESS_FN_CLIENT_RATE: /fn requests per second per client address; 0 no limit
 	FnClientBurst int                      // SLESS_FN_CLIENT_BURST
 
-	NoSandbox       bool  // SLESS_INSECURE_NO_SANDBOX: run local functions as plain processes of this user
-	SandboxMaxProcs int   // SLESS_SANDBOX_MAX_PROCS: processes and threads of a tenant (as root) or a sandbox
-	SandboxTmpBytes int64 // SLESS_SANDBOX_TMP_BYTES: size of a sandbox's /tmp
+	NoSandbox       bool          // SLESS_INSECURE_NO_SANDBOX: run local functions as plain processes of this user
+	SandboxMaxProcs int           // SLESS_SANDBOX_MAX_PROCS: processes and threads of a tenant (as root) or a sandbox
+	SandboxTmpBytes int64         // SLESS_SANDBOX_TMP_BYTES: size of a sandbox's /tmp
+	BuildTimeout    time.Duration // SLESS_BUILD_TIMEOUT: time limit of one local build step
+	DepsMaxBytes    int64         // SLESS_DEPS_MAX_BYTES: size limit of the dependencies one installs
 
 	Driver         string // SLESS_DRIVER: local or kubernetes
 	Kubeconfig     string // KUBECONFIG: empty uses the in-cluster service account
@@ -131,6 +135,8 @@ func bindConfig(fs *flag.FlagSet) *config {
 	fs.BoolVar(&c.NoSandbox, "insecure-no-sandbox", env("SLESS_INSECURE_NO_SANDBOX", "") == "true", "local driver: run functions as plain processes of this user, with no sandbox; never with untrusted code (env SLESS_INSECURE_NO_SANDBOX=true)")
 	fs.IntVar(&c.SandboxMaxProcs, "sandbox-max-procs", envInt("SLESS_SANDBOX_MAX_PROCS", 4096), "local driver: processes and threads one tenant may run (as root; otherwise one function process), against fork bombs (env SLESS_SANDBOX_MAX_PROCS)")
 	fs.Int64Var(&c.SandboxTmpBytes, "sandbox-tmp-bytes", int64(envInt("SLESS_SANDBOX_TMP_BYTES", 128<<20)), "local driver: size of the private /tmp of a function process (env SLESS_SANDBOX_TMP_BYTES)")
+	fs.DurationVar(&c.BuildTimeout, "build-timeout", envDuration("SLESS_BUILD_TIMEOUT", runtimes.DefaultStepTimeout), "local driver: time limit of one build step, a compile or a dependency install (env SLESS_BUILD_TIMEOUT)")
+	fs.Int64Var(&c.DepsMaxBytes, "deps-max-bytes", int64(envInt("SLESS_DEPS_MAX_BYTES", runtimes.DefaultMaxDepsBytes)), "local driver: size limit of the dependencies a build installs, Python's or npm's (env SLESS_DEPS_MAX_BYTES)")
 	fs.StringVar(&c.Driver, "driver", env("SLESS_DRIVER", "local"), "where functions run: local (processes) or kubernetes (env SLESS_DRIVER)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account (env KUBECONFIG)")
 	fs.StringVar(&c.Registry, "registry", env("SLESS_REGISTRY", ""), "image registry prefix for function images, e.g. registry.example.com/sless (env SLESS_REGISTRY)")

@@ -37,7 +37,8 @@ func openDriver(ctx context.Context, c *config, dev bool, log *slog.Logger, onFa
 		if err != nil {
 			return nil, err
 		}
-		d, err := localdriver.New(localdriver.Options{Dir: c.path("local"), Sandbox: sb, Logger: log.With("component", "localdriver"), OnFailure: onFailure})
+		d, err := localdriver.New(localdriver.Options{Dir: c.path("local"), Sandbox: sb, Logger: log.With("component", "localdriver"), OnFailure: onFailure,
+			BuildStepTimeout: c.BuildTimeout, MaxDepsBytes: c.DepsMaxBytes})
 		if err != nil {
 			return nil, err
 		}

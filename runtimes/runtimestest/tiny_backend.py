@@ -1,9 +1,11 @@
 """A PEP 517 build backend with no requirements, for packages the tests install
 with no network: it packs the module folder named after the project into a
-pure-Python wheel."""
+pure-Python wheel. A file named sleep_seconds next to pyproject.toml makes the
+build take that long (for tests of the build step's time limit)."""
 import base64
 import hashlib
 import os
+import time
 import tomllib
 import zipfile
 
@@ -20,6 +22,9 @@ def _record_line(path, data):
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    if os.path.exists("sleep_seconds"):
+        with open("sleep_seconds") as f:
+            time.sleep(float(f.read()))
     name, version = _project()
     module = name.replace("-", "_")
     dist_info = f"{module}-{version}.dist-info"
