@@ -43,7 +43,7 @@ const maxZipBytes = 64 << 20
 
 // Build unpacks the version's zip into a fresh directory, installs the
 // runtime wrapper and builds it (Go: go build with the machine's shared build
-// cache; Node.js: npm install --omit=dev when package.json has dependencies;
+// cache; Node.js: npm ci (with a lockfile) or npm install when package.json has dependencies;
 // Python: pip install --target of a requirements.txt into the version's own
 // folder). The directory becomes Dir/builds/<ns>/<fn>/v<N>
 // only when the build succeeded, so building a built version again returns

@@ -11,7 +11,7 @@
 //
 // Build unpacks a version's zip into Dir/builds/<ns>/<fn>/v<N>.tmp-*/function/,
 // installs the runtime wrapper and builds (runtimes.Build: go build with the
-// machine's shared GOCACHE, npm install --omit=dev when package.json has
+// machine's shared GOCACHE, npm ci or npm install --omit=dev when package.json has
 // dependencies, pip install --target for a requirements.txt), then renames the directory to v<N> with
 // a sless-build.json manifest. Only finished builds have a manifest, so a
 // build killed half-way leaves nothing that is used, and building a built

@@ -13,7 +13,8 @@
 //	go1.23      DIR/function/sless_*.go (+ go.mod)   build: go build -o DIR/sless-fn; run: DIR/sless-fn
 //
 // Build then compiles Go (readable compiler output in the EUNPROCESSABLE error), runs
-// npm install --omit=dev when package.json declares dependencies, and for Python runs
+// npm ci (with a package-lock.json) or npm install, --omit=dev --ignore-scripts unless
+// SLESS_NPM_ALLOW_SCRIPTS=true, when package.json declares dependencies, and for Python runs
 // pip install --target DIR/python-deps -r requirements.txt when the file lists
 // anything (DIR/python-deps is then on PYTHONPATH; the index is the operator's
 // SLESS_PIP_INDEX_URL and SLESS_PIP_EXTRA_INDEX_URL). Command returns the program,

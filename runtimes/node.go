@@ -23,7 +23,9 @@ var nodeEntrypoint = regexp.MustCompile(`^[A-Za-z0-9_$][A-Za-z0-9_$.\-/]*\.[A-Za
 var nodejs = newInterpreter("node", "-p", "process.execPath")
 
 // node installs npm dependencies only when package.json declares some, so that the
-// common dependency-free function builds without touching a registry.
+// common dependency-free function builds without touching a registry: npm ci when
+// the zip has a package-lock.json, else npm install, production dependencies only,
+// without their install scripts unless the operator allows them.
 type node struct{}
 
 func init() {
@@ -75,14 +77,39 @@ func (node) build(ctx context.Context, dir string, opts BuildOptions) (string, e
 		return "", err
 	}
 	npm = realPath(npm)
-	t := Tool{Name: "npm install", Path: npm, Args: []string{"install", "--omit=dev", "--no-audit", "--no-fund", "--no-update-notifier"},
-		Dir: fnDir, Env: opts.toolEnv(filepath.Dir(nodePath), filepath.Dir(npm))}
+	t := Tool{Name: "npm install", Path: npm, Args: []string{"install"}, Dir: fnDir, Env: opts.toolEnv(filepath.Dir(nodePath), filepath.Dir(npm))}
+	if _, err := os.Stat(filepath.Join(fnDir, "package-lock.json")); err == nil {
+		t.Name, t.Args = "npm ci", []string{"ci"} // exactly the lockfile's versions and integrity hashes
+	}
+	t.Args = append(t.Args, "--omit=dev", "--no-audit", "--no-fund", "--no-update-notifier", "--registry="+npmRegistry())
+	if os.Getenv(EnvNpmAllowScripts) != "true" {
+		t.Args = append(t.Args, "--ignore-scripts")
+	}
 	out, err := opts.run(ctx, t)
 	if err != nil {
 		_ = os.RemoveAll(filepath.Join(fnDir, "node_modules")) // no partial dependencies
 		return string(out), buildError(ctx, t.Name, out, err)
 	}
 	return string(out), opts.checkDepsSize(t.Name, filepath.Join(fnDir, "node_modules"))
+}
+
+// The operator's npm settings (never the zip's .npmrc): the registry
+// dependencies come from, and whether their install scripts may run.
+const (
+	EnvNpmRegistry     = "SLESS_NPM_REGISTRY"
+	EnvNpmAllowScripts = "SLESS_NPM_ALLOW_SCRIPTS"
+)
+
+// npmRegistry is the registry npm installs from: the operator's
+// SLESS_NPM_REGISTRY (or npm_config_registry), else npm's public one, given
+// on the command line so that an .npmrc in the zip cannot change it.
+func npmRegistry() string {
+	for _, name := range []string{EnvNpmRegistry, "npm_config_registry", "NPM_CONFIG_REGISTRY"} {
+		if v := os.Getenv(name); v != "" {
+			return v
+		}
+	}
+	return "https://registry.npmjs.org/"
 }
 
 func (node) program(dir string) (string, []string, []string, error) {

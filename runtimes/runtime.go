@@ -86,7 +86,7 @@ func (r Runtime) Install(dir, entrypoint string) error {
 }
 
 // Build prepares installed code to run and returns the tool's output: Go compiles the
-// binary, Node.js runs npm install --omit=dev when package.json lists dependencies,
+// binary, Node.js runs npm ci (with a lockfile) or npm install when package.json lists dependencies,
 // Python runs pip install --target dir/python-deps when requirements.txt lists any
 // (no partial folder is left when it fails). The tools run through opts (a sandbox,
 // a home for their caches). It returns EUNPROCESSABLE with the compiler's, npm's or
