@@ -79,9 +79,18 @@ func TestBuildPythonRequirements(t *testing.T) {
 	if res := e.run(t, w, "{}"); res.ExitCode != 0 || lastLineOf(res.Stdout) != `"hello 42"` {
 		t.Fatalf("job with dependencies: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
+	// A code-only change reuses the installed dependencies: no pip.
+	files["handler.py"] = "import mylib\nimport tinywheel\n\ndef handle(event):\n    return mylib.greet(str(tinywheel.VALUE + 1))\n"
+	w, res := e.build(t, ns, "reqs", 4, pyConfig(nil), files)
+	if res.Failed || !strings.HasPrefix(res.Log, "reused the dependencies") {
+		t.Fatalf("code-only change: %+v", res)
+	}
+	if res := e.run(t, w, "{}"); res.ExitCode != 0 || lastLineOf(res.Stdout) != `"hello 43"` {
+		t.Fatalf("job with reused dependencies: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
 
 	files["requirements.txt"] = "# web\n--no-index\nrequests==2.31.0\n"
-	_, res := e.build(t, ns, "reqs", 2, pyConfig(nil), files)
+	_, res = e.build(t, ns, "reqs", 2, pyConfig(nil), files)
 	if !res.Failed || !strings.HasPrefix(res.Message, "pip install: Could not find a version that satisfies the requirement requests==2.31.0") {
 		t.Fatalf("build with an unsatisfiable requirement = %+v", res)
 	}

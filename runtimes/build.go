@@ -60,6 +60,11 @@ type BuildOptions struct {
 	// MaxDepsBytes bounds the dependencies a step installs into the version
 	// (python-deps, node_modules; DefaultMaxDepsBytes); more fails the build.
 	MaxDepsBytes int64
+	// DepsCache, when set, is a folder (of one tenant: its contents reach
+	// every version built with it) where installed Python dependencies are
+	// kept by the digest of the files they came from, and copied from by the
+	// next build with the same ones instead of installing again.
+	DepsCache string
 }
 
 // The limits of a build step when BuildOptions leaves them out.

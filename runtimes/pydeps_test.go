@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,5 +128,53 @@ func TestBuildStepLimits(t *testing.T) {
 				t.Errorf("the failed build left python-deps: %v", serr)
 			}
 		})
+	}
+}
+
+// TestPythonDependenciesAreReused: a second version with the same
+// dependency files (other code) gets a copy of the first one's installed
+// dependencies and runs no pip; a changed vendored wheel installs again.
+func TestPythonDependenciesAreReused(t *testing.T) {
+	t.Parallel()
+	rt := mustLookup(t, "python3.11")
+	cache := t.TempDir()
+	wheel, wheelData := runtimestest.PyWheel(t, "tinywheel", "VALUE = 42\n")
+	version := func(handler string, files map[string]string) (dir string, tools []string) {
+		dir = emptyInstallDir(t)
+		fn := filepath.Join(dir, runtimes.FunctionDir)
+		runtimestest.WriteFiles(t, fn, runtimestest.Prefixed("libs/mylib", runtimestest.PyPackage("mylib", "def greet(name):\n    return 'hello ' + name\n")))
+		runtimestest.WriteFiles(t, fn, map[string]string{"handler.py": handler, "wheels/" + wheel: string(wheelData),
+			"requirements.txt": "--no-index\n--find-links wheels\n./libs/mylib\ntinywheel==1.0\n"})
+		runtimestest.WriteFiles(t, fn, files)
+		if err := rt.Install(dir, "handler.handle"); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		opts := runtimes.BuildOptions{DepsCache: cache, Runner: func(ctx context.Context, tool runtimes.Tool) ([]byte, error) {
+			mu.Lock()
+			tools = append(tools, tool.Name)
+			mu.Unlock()
+			return runtimes.LocalRunner(ctx, tool)
+		}}
+		if log, err := rt.Build(context.Background(), dir, opts); err != nil {
+			t.Fatalf("build: %v\n%s", err, log)
+		}
+		return dir, tools
+	}
+	_, tools := version("import mylib\n\ndef handle(event):\n    return mylib.greet('one')\n", nil)
+	if !slices.Contains(tools, "pip install") {
+		t.Fatalf("the first version ran %v, want pip install", tools)
+	}
+	dir, tools := version("import mylib, tinywheel\n\ndef handle(event):\n    return mylib.greet(str(tinywheel.VALUE))\n", nil)
+	if slices.Contains(tools, "pip install") {
+		t.Fatalf("a code-only change ran pip again: %v", tools)
+	}
+	got := runJob(t, mustCommand(t, "python3.11", dir, runtimes.ModeJob), entry("handler.handle"), `SLESS_EVENT={}`)
+	if got.code != 0 || lastLine(t, got.stdout) != `"hello 42"` {
+		t.Fatalf("the version with reused dependencies: exit %d, %q %q", got.code, got.stdout, got.stderr)
+	}
+	other, otherData := runtimestest.PyWheel(t, "tinywheel", "VALUE = 43\n")
+	if _, tools := version("def handle(event):\n    return 1\n", map[string]string{"wheels/" + other: string(otherData)}); !slices.Contains(tools, "pip install") {
+		t.Fatalf("a changed wheel did not install again: %v", tools)
 	}
 }

@@ -63,6 +63,10 @@ func (python) build(ctx context.Context, dir string, opts BuildOptions) (string,
 	if len(reqs) == 0 {
 		return "", nil
 	}
+	key, _ := depsKey("python3.11", fnDir, "requirements.txt", requirementRefs(reqs))
+	if reused, err := opts.reuseDeps(key, target); err != nil || reused {
+		return "reused the dependencies installed before from the same requirements.txt (" + key + ")\n", err
+	}
 	py, err := python3.resolve()
 	if err != nil {
 		return "", err
@@ -81,7 +85,30 @@ func (python) build(ctx context.Context, dir string, opts BuildOptions) (string,
 		_ = os.RemoveAll(target) // no partial dependencies
 		return string(out), pipError(ctx, t.Name, out, err)
 	}
-	return string(out), opts.checkDepsSize(t.Name, target)
+	if err := opts.checkDepsSize(t.Name, target); err != nil {
+		return string(out), err
+	}
+	return string(out) + opts.keepDeps(key, target), nil
+}
+
+// requirementRefs returns the files and folders of the zip that requirement
+// lines point to: other requirement or constraint files, --find-links
+// folders, and local paths (./libs/mylib, -e ./pkg, file:./pkg).
+func requirementRefs(lines []string) []string {
+	var refs []string
+	for _, line := range lines {
+		fields := strings.Fields(strings.ReplaceAll(line, "=", " "))
+		for i, f := range fields {
+			switch {
+			case (f == "-r" || f == "-c" || f == "--requirement" || f == "--constraint" || f == "-f" || f == "--find-links" ||
+				f == "-e" || f == "--editable") && i+1 < len(fields):
+				refs = append(refs, strings.TrimPrefix(fields[i+1], "file:"))
+			case i == 0 && (strings.HasPrefix(f, ".") || strings.HasPrefix(f, "file:")):
+				refs = append(refs, strings.TrimPrefix(f, "file:"))
+			}
+		}
+	}
+	return refs
 }
 
 // pipError is buildError with pip's own error line first.
