@@ -1,6 +1,7 @@
 package runtimes
 
 import (
+	"os"
 	"sort"
 
 	"github.com/slessio/sless/domain"
@@ -42,7 +43,25 @@ type Description struct {
 
 	// memoryEnv, when set, is the runtime's memory knob (MemoryEnv).
 	memoryEnv func(memoryMB int, userEnv map[string]string) []string
-	lang      language
+	// imageSteps, when set, installs dependencies in a function image (ImageSteps).
+	imageSteps func(file func(name string) ([]byte, bool)) (beforeCode, afterCode []string)
+	// buildArgEnv maps build arguments of a function image to the
+	// operator's variables that give them (ImageBuildArgs).
+	buildArgEnv map[string]string
+	lang        language
+}
+
+// ImageSteps returns the Dockerfile lines of a function image that go before
+// and after the copy of its code, given its files (file returns one by its
+// name in the zip): the dependency install, from the dependency files only
+// when it needs nothing else of the zip, so that its layer stays cached while
+// only the code changes. None for a runtime whose base image does it, or for
+// code without dependencies.
+func (d Description) ImageSteps(file func(name string) ([]byte, bool)) (beforeCode, afterCode []string) {
+	if d.imageSteps == nil {
+		return nil, nil
+	}
+	return d.imageSteps(file)
 }
 
 // MemoryEnv returns the environment entries that make the runtime itself
@@ -67,13 +86,25 @@ func (d Description) ProcessEntrypointEnv(entrypoint string) []string {
 }
 
 // ImageBuildArgs returns the build arguments (NAME=value) of a function image
-// of the runtime: BuildArgEntrypoint when the entrypoint is compiled in,
-// none otherwise.
+// of the runtime: BuildArgEntrypoint when the entrypoint is compiled in, and
+// the package index settings the operator gives (Python: PIP_INDEX_URL from
+// SLESS_PIP_INDEX_URL, ...), passed to the build, never kept in the image.
 func (d Description) ImageBuildArgs(entrypoint string) []string {
+	var args []string
 	if d.EntrypointCompiledIn {
-		return []string{BuildArgEntrypoint + "=" + entrypoint}
+		args = append(args, BuildArgEntrypoint+"="+entrypoint)
 	}
-	return nil
+	names := make([]string, 0, len(d.buildArgEnv))
+	for arg := range d.buildArgEnv {
+		names = append(names, arg)
+	}
+	sort.Strings(names)
+	for _, arg := range names {
+		if v := os.Getenv(d.buildArgEnv[arg]); v != "" {
+			args = append(args, arg+"="+v)
+		}
+	}
+	return args
 }
 
 // registry holds every runtime's description by name; each runtime's file

@@ -37,7 +37,34 @@ const (
 )
 
 func init() {
-	register(Description{Name: "python3.11", ReadOnlyRoot: true, lang: python{}})
+	register(Description{Name: "python3.11", ReadOnlyRoot: true, lang: python{}, imageSteps: pythonImageSteps,
+		buildArgEnv: map[string]string{"PIP_INDEX_URL": EnvPipIndexURL, "PIP_EXTRA_INDEX_URL": EnvPipExtraIndexURL}})
+}
+
+// pythonImageDeps is where a function image keeps its installed packages (the
+// base image makes it, writable by the function's user, for the build only).
+const pythonImageDeps = "/app/python-deps"
+
+// pythonImageSteps installs requirements.txt into the image as the build
+// does locally: pip install --target, the index from build arguments. When
+// the file names nothing else of the zip, only it is copied first, so the
+// install's layer is reused while only the code changes.
+func pythonImageSteps(file func(name string) ([]byte, bool)) (beforeCode, afterCode []string) {
+	data, ok := file("requirements.txt")
+	reqs := parseRequirements(data)
+	if !ok || len(reqs) == 0 {
+		return nil, nil
+	}
+	first := "COPY requirements.txt /app/function/requirements.txt"
+	if len(requirementRefs(reqs)) > 0 { // local paths, wheels: the install needs the zip
+		first = "COPY . /app/function/"
+	}
+	return []string{first,
+			"ARG PIP_INDEX_URL",
+			"ARG PIP_EXTRA_INDEX_URL",
+			"RUN pip install --no-cache-dir --no-input --disable-pip-version-check --no-warn-script-location " +
+				"--progress-bar off --target " + pythonImageDeps + " -r requirements.txt"},
+		[]string{"ENV PYTHONPATH=" + pythonImageDeps}
 }
 
 func (python) install(dir, entrypoint string) error {
@@ -147,6 +174,12 @@ func requirementLines(fnDir string) []string {
 	if err != nil {
 		return nil
 	}
+	return parseRequirements(data)
+}
+
+// parseRequirements returns the lines of a requirements.txt that say
+// something.
+func parseRequirements(data []byte) []string {
 	var reqs []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {

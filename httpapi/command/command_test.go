@@ -1,9 +1,12 @@
 package command_test
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -304,5 +307,43 @@ func TestConcurrentCommandsAllLand(t *testing.T) {
 		if evs[i].Type == evs[i-1].Type {
 			t.Fatalf("two %s in a row: a decision was made on stale state", evs[i].Type)
 		}
+	}
+}
+
+// TestUploadWritesTheRuntimesImageSteps: the build context an upload stores
+// for a Python function with a requirements.txt installs it before copying
+// the code (runtimes.Description.ImageSteps), as the Kubernetes builder reads it.
+func TestUploadWritesTheRuntimesImageSteps(t *testing.T) {
+	f := setup(t)
+	f.createFunction("deps")
+	res, err := f.cmd.UploadCode(f.ctx, meta, command.UploadCodeInput{Ref: f.ref("deps"),
+		Zip: ziptest.Files(t, map[string]string{"handler.py": "import requests\n", "requirements.txt": "requests==2.31.0\n"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := f.b.Code.Get(f.ctx, res.Version.ContextKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	gz, err := gzip.NewReader(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("no Dockerfile in the build context: %v", err)
+		}
+		if h.Name != "Dockerfile" {
+			continue
+		}
+		data, _ := io.ReadAll(tr)
+		install, code := strings.Index(string(data), "RUN pip install"), strings.Index(string(data), "COPY . /app/function/")
+		if install < 0 || code < install || !strings.Contains(string(data), "COPY requirements.txt") {
+			t.Fatalf("Dockerfile without the dependency layer before the code:\n%s", data)
+		}
+		return
 	}
 }

@@ -22,6 +22,7 @@
 //   - its HTTP route is a handler in httpapi that decodes, calls the method
 //     and renders: status codes, headers and wire shapes are the handler's.
 //
-// command imports domain, store (and store/codestore for uploaded code) and
-// workers (for the job kinds only); never Echo or net/http.
+// command imports domain, store (and store/codestore for uploaded code),
+// workers (for the job kinds only) and runtimes (for the dependency steps of
+// a function image); never Echo or net/http.
 package command

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"
 )
@@ -53,7 +54,9 @@ func (c *Commands) UploadCode(ctx context.Context, meta store.Metadata, in Uploa
 	if err != nil {
 		return UploadResult{}, err
 	}
-	obj, err := c.cfg.Code.Put(ctx, in.Namespace, in.Name, in.Zip, files, c.cfg.BaseImage(string(runtime)))
+	before, after := runtimes.Describe(runtime).ImageSteps(codestore.Lookup(files))
+	obj, err := c.cfg.Code.Put(ctx, in.Namespace, in.Name, in.Zip, files, c.cfg.BaseImage(string(runtime)),
+		codestore.ImageSteps{BeforeCode: before, AfterCode: after})
 	if err != nil {
 		return UploadResult{}, err
 	}

@@ -17,19 +17,41 @@ import (
 // contextModTime is every entry's mtime, so identical input gives identical bytes.
 var contextModTime = time.Unix(0, 0).UTC()
 
-// Dockerfile returns the build file sless generates for a base image.
-func Dockerfile(baseImage string) string {
-	return "FROM " + baseImage + "\nCOPY . /app/function/\n"
+// ImageSteps are the Dockerfile lines a runtime puts around the copy of the
+// code: a dependency install before it keeps its layer apart from the
+// code's, so a build cache reuses it while only the code changes.
+type ImageSteps struct {
+	BeforeCode []string
+	AfterCode  []string
+}
+
+// Dockerfile returns the build file sless generates for a base image, with
+// the runtime's steps (none, or one ImageSteps) around the copy of the code.
+func Dockerfile(baseImage string, steps ...ImageSteps) string {
+	var b strings.Builder
+	b.WriteString("FROM " + baseImage + "\n")
+	for _, s := range steps {
+		for _, line := range s.BeforeCode {
+			b.WriteString(line + "\n")
+		}
+	}
+	b.WriteString("COPY . /app/function/\n")
+	for _, s := range steps {
+		for _, line := range s.AfterCode {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
 }
 
 // BuildContext returns the tar.gz a builder (kaniko, or the local driver)
 // gets: the user's files under their names, their parent directories, and
-// the generated Dockerfile. Output is deterministic: entries sorted by name,
+// the generated Dockerfile (with the runtime's steps). Output is deterministic: entries sorted by name,
 // fixed mtimes, root ownership, modes 0o755 for directories and the file's
 // Mode (0o644 or 0o755) for files, a gzip header without name or time. Bad
 // file names, a user Dockerfile, duplicates or a base image with spaces or
 // control characters are EINVALID.
-func BuildContext(files []File, baseImage string) ([]byte, error) {
+func BuildContext(files []File, baseImage string, steps ...ImageSteps) ([]byte, error) {
 	if baseImage == "" || len(baseImage) > 512 || strings.IndexFunc(baseImage, func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
 	}) >= 0 {
@@ -76,7 +98,7 @@ func BuildContext(files []File, baseImage string) ([]byte, error) {
 	for d := range dirs {
 		items = append(items, item{name: d, dir: true, mode: 0o755})
 	}
-	items = append(items, item{name: "Dockerfile", mode: 0o644, data: []byte(Dockerfile(baseImage))})
+	items = append(items, item{name: "Dockerfile", mode: 0o644, data: []byte(Dockerfile(baseImage, steps...))})
 	sort.Slice(items, func(i, j int) bool { return items[i].name < items[j].name })
 
 	var buf bytes.Buffer

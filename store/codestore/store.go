@@ -120,19 +120,20 @@ func (s *Store) ensureBucket(ctx context.Context, region string) error {
 func FunctionPrefix(ns, fn string) string { return "code/" + ns + "/" + fn + "/" }
 
 // Put stores the original zip and the build context of files (see
-// BuildContext) under keys made of namespace, function and content digests.
+// BuildContext, with the runtime's steps) under keys made of namespace,
+// function and content digests.
 // Storing the same code again uploads nothing and returns the same Object.
 // files must be what ValidateZip returned for zip. A bad namespace or
 // function name or base image is EINVALID; object store failures are
 // EUNAVAILABLE.
-func (s *Store) Put(ctx context.Context, ns, fn string, zip []byte, files []File, baseImage string) (Object, error) {
+func (s *Store) Put(ctx context.Context, ns, fn string, zip []byte, files []File, baseImage string, steps ...ImageSteps) (Object, error) {
 	if err := domain.ValidateNamespace(ns); err != nil {
 		return Object{}, err
 	}
 	if err := domain.ValidateName("function", fn); err != nil {
 		return Object{}, err
 	}
-	buildCtx, err := BuildContext(files, baseImage)
+	buildCtx, err := BuildContext(files, baseImage, steps...)
 	if err != nil {
 		return Object{}, err
 	}

@@ -263,3 +263,16 @@ func corrupt(e entry, err error) error {
 	}
 	return domain.Errorf(domain.EINVALID, "zip entry %q is corrupt: %s", e.f.Name, why)
 }
+
+// Lookup returns a function that finds a file of files by its name, for
+// the runtimes that look at a zip's dependency files.
+func Lookup(files []File) func(name string) ([]byte, bool) {
+	return func(name string) ([]byte, bool) {
+		for _, f := range files {
+			if f.Name == name {
+				return f.Data, true
+			}
+		}
+		return nil, false
+	}
+}

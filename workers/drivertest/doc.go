@@ -21,6 +21,6 @@
 // TestFakeImageMatchesRealRuntimes holds the predictions to the real
 // wrappers through the local driver.
 //
-// It may import domain, store/codestore and workers (its tests also
+// It may import domain, runtimes, store/codestore and workers (its tests also
 // localdriver and s3embed).
 package drivertest

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/workers"
@@ -75,7 +76,9 @@ func (x *fn) build(s sample, cfg domain.FunctionConfig) (workers.Workload, worke
 	if err != nil {
 		x.t.Fatalf("sample zip: %v", err)
 	}
-	obj, err := x.h.Code.Put(ctx, x.ns, x.name, zipData, files, x.h.BaseImage(s.runtime))
+	before, after := runtimes.Describe(s.runtime).ImageSteps(codestore.Lookup(files))
+	obj, err := x.h.Code.Put(ctx, x.ns, x.name, zipData, files, x.h.BaseImage(s.runtime),
+		codestore.ImageSteps{BeforeCode: before, AfterCode: after})
 	if err != nil {
 		x.t.Fatalf("store sample code: %v", err)
 	}

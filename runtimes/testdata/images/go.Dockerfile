@@ -1,0 +1,2 @@
+FROM sless/go1.23
+COPY . /app/function/

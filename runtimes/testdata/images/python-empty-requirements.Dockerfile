@@ -1,0 +1,2 @@
+FROM sless/python3.11
+COPY . /app/function/
