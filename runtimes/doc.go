@@ -102,11 +102,14 @@
 // Each runtime folder's Dockerfile (ImageContext) builds a base image: a non-root
 // user (uid 10001), the wrapper in /app, user code expected in /app/function/, CMD in
 // server mode on PORT 8080. Runner mode is the same image and command with
-// SLESS_MODE=job (plus SLESS_EVENT and SLESS_TIMEOUT_SEC). The nodejs20 and go1.23
-// images carry ONBUILD steps that copy the user's code and run npm install or the Go
-// build when a function image is built FROM them; go1.23 takes the entrypoint as the
-// build argument SLESS_ENTRYPOINT and, being a build image, carries the Go toolchain
-// (a multi-stage build into a slim image is the Kubernetes driver's to choose).
+// SLESS_MODE=job (plus SLESS_EVENT and SLESS_TIMEOUT_SEC). The go1.23 image carries
+// ONBUILD steps that copy the user's code and run the Go build when a function image
+// is built FROM it; it takes the entrypoint as the build argument SLESS_ENTRYPOINT
+// and, being a build image, carries the Go toolchain (a multi-stage build into a slim
+// image is the Kubernetes driver's to choose). Python's and Node.js's dependency
+// installs are Dockerfile lines of the function image (Description.ImageSteps,
+// before the copy of the code, so their layer stays cached while only the code
+// changes), with the operator's registry settings as build arguments (ImageBuildArgs).
 //
 // # Runtime descriptions
 //

@@ -30,7 +30,10 @@ func TestFunctionImageDockerfiles(t *testing.T) {
 		{"python-empty-requirements", domain.RuntimePython311, map[string]string{"requirements.txt": "# nothing\n"}},
 		{"python-index", domain.RuntimePython311, map[string]string{"requirements.txt": "psycopg2-binary==2.9.9\nrequests>=2\n"}},
 		{"python-vendored", domain.RuntimePython311, map[string]string{"requirements.txt": "--no-index\n--find-links wheels\n./libs/mylib\n"}},
+		{"nodejs-plain", domain.RuntimeNodeJS20, map[string]string{"index.js": ""}},
 		{"nodejs", domain.RuntimeNodeJS20, map[string]string{"package.json": `{"dependencies": {"ms": "2.1.3"}}`}},
+		{"nodejs-lockfile", domain.RuntimeNodeJS20, map[string]string{"package.json": `{"dependencies": {"ms": "2.1.3"}}`, "package-lock.json": "{}"}},
+		{"nodejs-local", domain.RuntimeNodeJS20, map[string]string{"package.json": `{"dependencies": {"greet": "file:./greet"}}`}},
 		{"go", domain.RuntimeGo123, map[string]string{"go.mod": "module fn\n"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
@@ -53,7 +56,7 @@ func TestFunctionImageDockerfiles(t *testing.T) {
 				t.Errorf("Dockerfile:\n%s\nwant (%s):\n%s", got, path, want)
 			}
 			lines := strings.Split(got, "\n")
-			install := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "RUN pip install") })
+			install := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "RUN ") })
 			code := -1
 			for i, l := range lines {
 				if l == "COPY . /app/function/" {

@@ -29,7 +29,43 @@ var nodejs = newInterpreter("node", "-p", "process.execPath")
 type node struct{}
 
 func init() {
-	register(Description{Name: "nodejs20", ReadOnlyRoot: true, memoryEnv: nodeMemoryEnv, lang: node{}})
+	register(Description{Name: "nodejs20", ReadOnlyRoot: true, memoryEnv: nodeMemoryEnv, lang: node{}, imageSteps: nodeImageSteps,
+		buildArgEnv: map[string]string{"npm_config_registry": EnvNpmRegistry}})
+}
+
+// nodeImageSteps installs package.json's dependencies into the image as the
+// build does locally (npm ci with a lockfile, production only, no install
+// scripts unless the operator allows them), before the copy of the code;
+// only package.json and the lockfile are copied first unless a dependency
+// is a path inside the zip (file:, link:), so the install's layer is reused
+// while only the code changes.
+func nodeImageSteps(file func(name string) ([]byte, bool)) (beforeCode, afterCode []string) {
+	data, ok := file("package.json")
+	if !ok {
+		return nil, nil
+	}
+	var manifest struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if json.Unmarshal(data, &manifest) != nil || len(manifest.Dependencies) == 0 {
+		return nil, nil // a bad package.json fails the build of the code itself
+	}
+	first := "COPY --chown=10001:10001 package.json /app/function/"
+	npm := "npm install"
+	if _, lock := file("package-lock.json"); lock {
+		first = "COPY --chown=10001:10001 package.json package-lock.json /app/function/"
+		npm = "npm ci"
+	}
+	for _, spec := range manifest.Dependencies {
+		if strings.HasPrefix(spec, "file:") || strings.HasPrefix(spec, "link:") || strings.HasPrefix(spec, ".") {
+			first = "COPY --chown=10001:10001 . /app/function/"
+		}
+	}
+	run := "RUN " + npm + " --omit=dev --no-audit --no-fund --no-update-notifier"
+	if os.Getenv(EnvNpmAllowScripts) != "true" {
+		run += " --ignore-scripts"
+	}
+	return []string{first, "ARG npm_config_registry", run}, nil
 }
 
 // nodeMemoryEnv sets V8's heap limit (its garbage collector works harder near

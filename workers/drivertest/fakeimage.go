@@ -131,7 +131,7 @@ func (im FakeImageForTest) Build() (FakeProcessForTest, error) {
 	}
 	log := "INFO Retrieving image manifest of the " + string(im.Runtime) + " base image\nINFO Unpacking rootfs\nINFO COPY . /app/function/\n"
 	if s.kind == kindNodeDependency {
-		log += "INFO RUN npm install --omit=dev --no-audit --no-fund\nadded 1 package in 1s\n"
+		log += "INFO RUN npm install --omit=dev --no-audit --no-fund --no-update-notifier --ignore-scripts\nadded 1 package in 1s\n"
 	}
 	if msg := im.compileError(s); msg != "" {
 		log += "# function\n" + msg + "\nerror building image: error building stage: failed to execute command: waiting for process to exit: exit status 1\n"

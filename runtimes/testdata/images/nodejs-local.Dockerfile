@@ -1,0 +1,5 @@
+FROM sless/nodejs20
+COPY --chown=10001:10001 . /app/function/
+ARG npm_config_registry
+RUN npm install --omit=dev --no-audit --no-fund --no-update-notifier --ignore-scripts
+COPY . /app/function/

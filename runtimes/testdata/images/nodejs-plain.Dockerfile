@@ -1,0 +1,2 @@
+FROM sless/nodejs20
+COPY . /app/function/
