@@ -193,9 +193,29 @@ func (r Runtime) Check(ctx context.Context, dir string, opts BuildOptions) (stri
 		if ctx.Err() != nil && ctx.Err() == context.DeadlineExceeded {
 			return string(out), domain.Errorf(domain.EUNPROCESSABLE, "loading the entrypoint did not finish within %s: the module blocks at import", timeout)
 		}
-		return string(out), buildError(ctx, t.Name, out, err)
+		berr := buildError(ctx, t.Name, out, err)
+		if hint := missingModuleHint(string(out)); hint != "" && domain.ErrorCode(berr) == domain.EUNPROCESSABLE {
+			return string(out), domain.Errorf(domain.EUNPROCESSABLE, "%s\n%s", domain.ErrorMessage(berr), hint)
+		}
+		return string(out), berr
 	}
 	return string(out), nil
+}
+
+// missingModuleHint says what to do about a Python module the load could not
+// import, "" for other failures.
+func missingModuleHint(out string) string {
+	_, rest, ok := strings.Cut(out, "ModuleNotFoundError: No module named '")
+	if !ok {
+		return ""
+	}
+	module, _, _ := strings.Cut(rest, "'")
+	module, _, _ = strings.Cut(module, ".")
+	hint := fmt.Sprintf("sless: the module %q is not installed: list its package in requirements.txt", module)
+	if module == "psycopg2" {
+		hint += " (psycopg2-binary); the Kubernetes base image ships it, but local builds use the machine's python3, which lacks it"
+	}
+	return hint
 }
 
 // realPath resolves a tool found on PATH through its links (npm is a link

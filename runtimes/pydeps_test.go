@@ -178,3 +178,27 @@ func TestPythonDependenciesAreReused(t *testing.T) {
 		t.Fatalf("a changed wheel did not install again: %v", tools)
 	}
 }
+
+// TestMissingModuleSaysWhatToDo: a function importing a package it did not
+// list fails its build with what to do, and for psycopg2 why the base image
+// differs from a local build.
+func TestMissingModuleSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	rt := mustLookup(t, "python3.11")
+	for module, want := range map[string]string{
+		"nosuchmodule_sless": `the module "nosuchmodule_sless" is not installed: list its package in requirements.txt`,
+		"psycopg2":           "the Kubernetes base image ships it, but local builds use the machine's python3",
+	} {
+		dir := emptyInstallDir(t)
+		runtimestest.WriteFiles(t, filepath.Join(dir, runtimes.FunctionDir), map[string]string{
+			"handler.py": "import " + module + "\n\ndef handle(event):\n    return 1\n"})
+		if err := rt.Install(dir, "handler.handle"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := rt.Check(context.Background(), dir, runtimes.BuildOptions{Env: []string{"SLESS_ENTRYPOINT=handler.handle"}})
+		if module == "psycopg2" && err == nil {
+			continue // this machine's python3 has psycopg2 after all
+		}
+		testutil.RequireCode(t, err, domain.EUNPROCESSABLE, want)
+	}
+}
