@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -577,5 +578,36 @@ func TestFunctionBuildKeepsALaterRuntimeChange(t *testing.T) {
 	fold(f, must(t)(f.SucceedBuild(n, "img:py", "", t0)))
 	if f.ActiveVersion != 1 || f.Config.Runtime != RuntimeNodeJS20 {
 		t.Fatalf("after the python build: active %d, runtime %s; the change to nodejs20 must stay for the next upload", f.ActiveVersion, f.Config.Runtime)
+	}
+}
+
+// TestBuildLogKeepsItsEnd: a build's output is kept as its last 64 KiB, at a
+// UTF-8 boundary, after a line saying how much was cut (the error is at the end).
+func TestBuildLogKeepsItsEnd(t *testing.T) {
+	f := NewFunction("ns", "fn")
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	mustApply := func(evs []Event, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			f.Apply(e)
+		}
+	}
+	mustApply(f.Create(FunctionSpec{Runtime: "python3.11"}, now))
+	evs, _, err := f.Upload(Code{Digest: "sha256:1", ZipKey: "z", ContextKey: "c"}, now)
+	mustApply(evs, err)
+	long := strings.Repeat("é", 40<<10) + "ERROR: the end\n" // 80 KiB of two-byte runes
+	evs, err = f.FailBuild(1, "failed", long, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := evs[0].(BuildFailed).Log
+	if len(log) > MaxBuildLog+100 || !strings.HasSuffix(log, "ERROR: the end\n") || !strings.HasPrefix(log, "[sless: the first ") || !utf8.ValidString(log) {
+		t.Fatalf("kept %d bytes, starting %q", len(log), log[:60])
+	}
+	if short := TruncateStart("short", MaxBuildLog); short != "short" {
+		t.Fatalf("a short log changed: %q", short)
 	}
 }

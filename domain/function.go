@@ -358,7 +358,7 @@ func (f *Function) SucceedBuild(n int, image, log string, now time.Time) ([]Even
 	if v.BuildStatus == BuildStatusSucceeded || v.BuildStatus == BuildStatusFailed {
 		return nil, nil
 	}
-	evs := []Event{BuildSucceeded{Version: n, Image: image, Log: log, At: now}}
+	evs := []Event{BuildSucceeded{Version: n, Image: image, Log: TruncateStart(log, MaxBuildLog), At: now}}
 	if n == len(f.Versions) && f.ActiveVersion != n {
 		evs = append(evs, VersionActivated{Version: n, From: f.ActiveVersion, Reason: ActivationBuild, At: now})
 	}
@@ -375,7 +375,7 @@ func (f *Function) FailBuild(n int, message, log string, now time.Time) ([]Event
 	if v.BuildStatus == BuildStatusSucceeded || v.BuildStatus == BuildStatusFailed {
 		return nil, nil
 	}
-	return []Event{BuildFailed{Version: n, Message: Truncate(message, MaxMessageLength), Log: log, At: now}}, nil
+	return []Event{BuildFailed{Version: n, Message: Truncate(message, MaxMessageLength), Log: TruncateStart(log, MaxBuildLog), At: now}}, nil
 }
 
 // Rollback makes version n active again without a rebuild. It returns

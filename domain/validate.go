@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ const (
 	MaxEnvVars        = 100
 	MaxEnvBytes       = 64 << 10
 	MaxMessageLength  = 2000
+	MaxBuildLog       = 64 << 10 // a version keeps the last 64 KiB of its build's output
 )
 
 var (
@@ -100,4 +102,18 @@ func Truncate(s string, max int) string {
 		cut--
 	}
 	return s[:cut] + marker
+}
+
+// TruncateStart returns the last max bytes of s (at a UTF-8 boundary) after
+// a line saying how much was cut, or s when it fits: the end of a build's
+// output is where its error is.
+func TruncateStart(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := len(s) - max
+	for cut < len(s) && (s[cut]&0xC0) == 0x80 {
+		cut++
+	}
+	return fmt.Sprintf("[sless: the first %d bytes of this log were cut]\n", cut) + s[cut:]
 }
