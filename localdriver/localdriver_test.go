@@ -3,6 +3,8 @@ package localdriver_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,6 +80,15 @@ func TestBuildPythonRequirements(t *testing.T) {
 	w := e.mustBuild(t, ns, "reqs", 1, pyConfig(nil), files)
 	if res := e.run(t, w, "{}"); res.ExitCode != 0 || lastLineOf(res.Stdout) != `"hello 42"` {
 		t.Fatalf("job with dependencies: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	resp, err := http.Get(e.mustDeploy(t, w) + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "hello 42" {
+		t.Fatalf("served with dependencies: %d %q", resp.StatusCode, string(body))
 	}
 	// A code-only change reuses the installed dependencies: no pip.
 	files["handler.py"] = "import mylib\nimport tinywheel\n\ndef handle(event):\n    return mylib.greet(str(tinywheel.VALUE + 1))\n"

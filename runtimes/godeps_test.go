@@ -48,4 +48,14 @@ func Handle(ctx context.Context, event map[string]any) (any, error) {
 	if _, err := uuid.Parse(result.ID); err != nil {
 		t.Fatalf("the function's id %q is not a UUID: %v", result.ID, err)
 	}
+	// Served, too.
+	p := startProcess(t, mustCommand(t, "go1.23", dir, runtimes.ModeServer))
+	p.waitReady(t)
+	resp := get(t, p.url+"/")
+	if err := json.Unmarshal(resp.body, &result); err != nil || resp.status != 200 {
+		t.Fatalf("served: %d %q (%v)", resp.status, resp.body, err)
+	}
+	if _, err := uuid.Parse(result.ID); err != nil {
+		t.Fatalf("the served id %q is not a UUID: %v", result.ID, err)
+	}
 }
