@@ -37,7 +37,7 @@ func (d *Driver) processCommand(k fnKey, rs runtimes.Spec, dir string, env []str
 // dir run: each tool in a sandbox of the tenant with dir writable at /app and
 // the tenant's home (its Go and npm caches) at sandbox.HomeDir; without a
 // sandbox, as plain processes with the platform's own caches. Installed
-// Python dependencies are kept for reuse in Dir/deps/<ns>, the tenant's own.
+// dependencies (Python's, npm's) are kept for reuse in Dir/deps/<ns>, the tenant's own.
 func (d *Driver) buildOptions(k fnKey, dir string, env []string) runtimes.BuildOptions {
 	opts := runtimes.BuildOptions{Env: env, CheckTimeout: d.opts.StartTimeout, StepTimeout: d.opts.BuildStepTimeout,
 		MaxDepsBytes: d.opts.MaxDepsBytes, DepsCache: filepath.Join(d.opts.Dir, "deps", k.ns)}

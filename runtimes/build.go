@@ -61,9 +61,10 @@ type BuildOptions struct {
 	// (python-deps, node_modules; DefaultMaxDepsBytes); more fails the build.
 	MaxDepsBytes int64
 	// DepsCache, when set, is a folder (of one tenant: its contents reach
-	// every version built with it) where installed Python dependencies are
-	// kept by the digest of the files they came from, and copied from by the
-	// next build with the same ones instead of installing again.
+	// every version built with it) where installed dependencies (Python's
+	// python-deps, Node.js's node_modules) are kept by the digest of the
+	// files they came from, and copied from by the next build with the same
+	// ones instead of installing again.
 	DepsCache string
 }
 

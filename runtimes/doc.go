@@ -17,9 +17,10 @@
 // SLESS_NPM_ALLOW_SCRIPTS=true, when package.json declares dependencies, and for Python runs
 // pip install --target DIR/python-deps -r requirements.txt when the file lists
 // anything (DIR/python-deps is then on PYTHONPATH; the index is the operator's
-// SLESS_PIP_INDEX_URL and SLESS_PIP_EXTRA_INDEX_URL; with BuildOptions.DepsCache the
-// installed packages are kept by the digest of requirements.txt and the files it points
-// to, and copied into the next version with the same ones). Command returns the program,
+// SLESS_PIP_INDEX_URL and SLESS_PIP_EXTRA_INDEX_URL). With BuildOptions.DepsCache the
+// installed dependencies (python-deps, node_modules) are kept by the digest of the
+// dependency files and the files of the zip they point to, and copied into the next
+// version with the same ones instead of a second install. Command returns the program,
 // arguments, working directory (DIR/function) and base environment of a process;
 // interpreters are resolved to real paths once per process, because python3 on PATH
 // may be a pyenv shim costing ~100 ms per start.

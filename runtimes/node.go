@@ -104,6 +104,11 @@ func (node) build(ctx context.Context, dir string, opts BuildOptions) (string, e
 	if len(manifest.Dependencies) == 0 {
 		return "", nil
 	}
+	modules := filepath.Join(fnDir, "node_modules")
+	key := nodeDepsKey(fnDir, manifest.Dependencies)
+	if reused, err := opts.reuseDeps(key, modules); err != nil || reused {
+		return "reused the dependencies installed before from the same package.json (" + key + ")\n", err
+	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
 		return "", domain.Errorf(domain.EUNAVAILABLE, "npm is not available: %v", err)
@@ -123,10 +128,34 @@ func (node) build(ctx context.Context, dir string, opts BuildOptions) (string, e
 	}
 	out, err := opts.run(ctx, t)
 	if err != nil {
-		_ = os.RemoveAll(filepath.Join(fnDir, "node_modules")) // no partial dependencies
+		_ = os.RemoveAll(modules) // no partial dependencies
 		return string(out), buildError(ctx, t.Name, out, err)
 	}
-	return string(out), opts.checkDepsSize(t.Name, filepath.Join(fnDir, "node_modules"))
+	if err := opts.checkDepsSize(t.Name, modules); err != nil {
+		return string(out), err
+	}
+	return string(out) + opts.keepDeps(key, modules), nil
+}
+
+// nodeDepsKey is the digest node_modules is kept under: package.json, the
+// lockfile, the file: dependencies of the zip, and whether install scripts
+// ran; "" when the zip brings a node_modules of its own (the user's, never
+// replaced).
+func nodeDepsKey(fnDir string, deps map[string]any) string {
+	if _, err := os.Lstat(filepath.Join(fnDir, "node_modules")); err == nil {
+		return ""
+	}
+	var refs []string
+	if _, err := os.Stat(filepath.Join(fnDir, "package-lock.json")); err == nil {
+		refs = append(refs, "package-lock.json")
+	}
+	for _, spec := range deps {
+		if s, ok := spec.(string); ok && strings.HasPrefix(s, "file:") {
+			refs = append(refs, strings.TrimPrefix(s, "file:"))
+		}
+	}
+	key, _ := depsKey("nodejs20 scripts="+os.Getenv(EnvNpmAllowScripts), fnDir, "package.json", refs)
+	return key
 }
 
 // The operator's npm settings (never the zip's .npmrc): the registry

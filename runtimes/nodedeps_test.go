@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,5 +77,48 @@ func TestBuildNodeInstallScripts(t *testing.T) {
 		if ran := err == nil; ran != allow {
 			t.Errorf("allowed=%v: the postinstall script ran=%v", allow, ran)
 		}
+	}
+}
+
+// TestNodeDependenciesAreReused: a second version with the same package.json
+// and file: dependency gets a copy of node_modules and runs no npm; a changed
+// dependency installs again.
+func TestNodeDependenciesAreReused(t *testing.T) {
+	t.Parallel()
+	rt := mustLookup(t, "nodejs20")
+	cache := t.TempDir()
+	version := func(greeting string) (dir string, tools []string) {
+		dir = emptyInstallDir(t)
+		runtimestest.WriteFiles(t, filepath.Join(dir, runtimes.FunctionDir), map[string]string{
+			"package.json":       `{"name": "reuse", "version": "1.0.0", "private": true, "dependencies": {"greet": "file:./greet"}}`,
+			"handler.js":         "exports.handle = () => require('greet')();\n",
+			"greet/package.json": `{"name": "greet", "version": "1.0.0", "main": "index.js"}`,
+			"greet/index.js":     "module.exports = () => '" + greeting + "';\n",
+		})
+		if err := rt.Install(dir, "handler.handle"); err != nil {
+			t.Fatal(err)
+		}
+		opts := runtimes.BuildOptions{DepsCache: cache, Runner: func(ctx context.Context, tool runtimes.Tool) ([]byte, error) {
+			tools = append(tools, tool.Name)
+			return runtimes.LocalRunner(ctx, tool)
+		}}
+		if log, err := rt.Build(context.Background(), dir, opts); err != nil {
+			t.Fatalf("build: %v\n%s", err, log)
+		}
+		return dir, tools
+	}
+	if _, tools := version("hi"); !slices.Contains(tools, "npm install") {
+		t.Fatalf("the first version ran %v, want npm install", tools)
+	}
+	dir, tools := version("hi")
+	if slices.Contains(tools, "npm install") {
+		t.Fatalf("the same dependencies ran npm again: %v", tools)
+	}
+	got := runJob(t, mustCommand(t, "nodejs20", dir, runtimes.ModeJob), entry("handler.handle"), `SLESS_EVENT={}`)
+	if got.code != 0 || lastLine(t, got.stdout) != `"hi"` {
+		t.Fatalf("with reused node_modules: exit %d, %q %q", got.code, got.stdout, got.stderr)
+	}
+	if _, tools := version("hello"); !slices.Contains(tools, "npm install") {
+		t.Fatalf("a changed file: dependency did not install again: %v", tools)
 	}
 }
