@@ -5,21 +5,27 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
+	"github.com/slessio/sless/runtimes/runtimestest"
+	"github.com/slessio/sless/store/pgtest"
 )
 
 // TestCLIQuickStart runs `sless dev` and the README's quick start as written,
 // the login line copied from what dev prints: init, deploy (following the
 // build), invoke, logs, a job, the listing. Then what the end-to-end suite
 // (cmd/sless/e2e, on `sless serve`) does not do: versions, source, a
-// .slessignore'd file left out, and a failing build that prints its log,
-// exits non-zero and leaves the previous version serving.
+// .slessignore'd file left out, a failing build that prints its log,
+// exits non-zero and leaves the previous version serving, and the
+// prototype's table_reader.py with psycopg2 from its requirements.txt.
 func TestCLIQuickStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end")
@@ -104,8 +110,60 @@ func TestCLIQuickStart(t *testing.T) {
 	out, _ = sless("fn", "invoke", "hello")
 	want([]string{"fn", "invoke"}, out, `{"v":2}`)
 
+	// The prototype's table_reader.py: psycopg2 from its requirements.txt,
+	// reading a table of a PostgreSQL given by env_vars, as a job.
+	t.Run("table_reader", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "table-reader")
+		runtimestest.WriteFiles(t, dir, runtimestest.TableReaderFiles(t))
+		db := pgtest.NewDBURL(t)
+		stockTable(t, db)
+		sl := func(args ...string) string {
+			t.Helper()
+			var out, errOut bytes.Buffer
+			if err := run(ctx, args, &out, &errOut); err != nil {
+				t.Fatalf("sless %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+			}
+			return out.String()
+		}
+		sl(append([]string{"fn", "deploy", dir, "--runtime", "python3.11"}, pgEnvFlags(t, db)...)...)
+		out := sl("job", "run", "table-reader", "--name", "read-stock", "--event", "{}", "--wait")
+		if !strings.Contains(out, `"name": "apples"`) || !strings.Contains(out, `"qty": 5`) {
+			t.Fatalf("table_reader job: %s", out)
+		}
+		sl("job", "rm", "read-stock")
+		sl("fn", "rm", "table-reader")
+	})
+
 	sless("fn", "rm", "hello")
 	testutil.WaitFor(t, 30*time.Second, func() bool { return len(sandboxtest.PIDs(dev.dataDir)) == 0 })
+}
+
+// stockTable creates the table table_reader.py reads, in the database at url.
+func stockTable(t *testing.T, url string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), `CREATE TABLE stock (name text PRIMARY KEY, qty int);
+		INSERT INTO stock VALUES ('apples', 3), ('pears', 5)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pgEnvFlags returns the --env flags that point libpq at the database at url.
+func pgEnvFlags(t *testing.T, url string) []string {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(cfg.Host, "/") {
+		t.Fatalf("the test database is on a socket (%s): the function needs TCP", cfg.Host)
+	}
+	return []string{"--env", "PGHOST=" + cfg.Host, "--env", "PGPORT=" + strconv.Itoa(int(cfg.Port)), "--env", "PGUSER=" + cfg.User,
+		"--env", "PGPASSWORD=" + cfg.Password, "--env", "PGDATABASE=" + cfg.Database}
 }
 
 // write writes a file below dir.

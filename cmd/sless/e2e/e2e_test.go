@@ -184,22 +184,6 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 
-	// The prototype's table_reader.py: psycopg2 from its requirements.txt,
-	// reading a table of a PostgreSQL given by env_vars, as a job.
-	t.Run("table_reader", func(t *testing.T) {
-		dir := filepath.Join(work, "table-reader")
-		tableReaderDir(t, dir)
-		db := pgtest.NewDBURL(t)
-		stockTable(t, db)
-		must(sless(append([]string{"fn", "deploy", dir, "--runtime", "python3.11", "--entrypoint", "handler.handle"}, pgEnv(t, db)...)...))
-		out := must(sless("job", "run", "table-reader", "--name", "read-stock", "--event", "{}", "--wait"))
-		if !strings.Contains(out, `"name": "apples"`) || !strings.Contains(out, `"qty": 5`) {
-			t.Fatalf("table_reader job: %s", out)
-		}
-		must(sless("job", "rm", "read-stock"))
-		must(sless("fn", "rm", "table-reader"))
-	})
-
 	// Disable and enable.
 	must(sless("trigger", "disable", "hello-http"))
 	testutil.WaitFor(t, 30*time.Second, func() bool { resp, _ := answer("GET", "/", "", ""); return resp.StatusCode == 503 })
