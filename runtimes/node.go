@@ -129,7 +129,7 @@ func (node) build(ctx context.Context, dir string, opts BuildOptions) (string, e
 	out, err := opts.run(ctx, t)
 	if err != nil {
 		_ = os.RemoveAll(modules) // no partial dependencies
-		return string(out), buildError(ctx, t.Name, out, err)
+		return string(out), installError(ctx, t.Name, out, err, "npm error ", "npm ERR! ")
 	}
 	if err := opts.checkDepsSize(t.Name, modules); err != nil {
 		return string(out), err

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/runtimes/runtimestest"
 )
@@ -120,5 +122,29 @@ func TestNodeDependenciesAreReused(t *testing.T) {
 	}
 	if _, tools := version("hello"); !slices.Contains(tools, "npm install") {
 		t.Fatalf("a changed file: dependency did not install again: %v", tools)
+	}
+}
+
+// TestNodeInstallFailureSaysNpmsError: a dependency the npm registry does not have fails
+// the build with npm's own error line first.
+func TestNodeInstallFailureSaysNpmsError(t *testing.T) {
+	t.Parallel()
+	rt := mustLookup(t, "nodejs20")
+	dir := emptyInstallDir(t)
+	runtimestest.WriteFiles(t, filepath.Join(dir, runtimes.FunctionDir), map[string]string{
+		"package.json": `{"name": "broken", "version": "1.0.0", "private": true, "dependencies": {"sless-test-no-such-package-4f1c": "1.0.0"}}`,
+		"handler.js":   "exports.handle = () => 1;\n",
+	})
+	if err := rt.Install(dir, "handler.handle"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := rt.Build(context.Background(), dir, runtimes.BuildOptions{})
+	testutil.RequireCode(t, err, domain.EUNPROCESSABLE)
+	msg := domain.ErrorMessage(err)
+	if first, _, _ := strings.Cut(msg, "\n"); !strings.HasPrefix(first, "npm install: ") || strings.Contains(first, "failed:") {
+		t.Fatalf("the first line is not npm's error: %q", msg)
+	}
+	if _, err := os.Stat(filepath.Join(dir, runtimes.FunctionDir, "node_modules")); !os.IsNotExist(err) {
+		t.Errorf("the failed install left node_modules: %v", err)
 	}
 }

@@ -110,7 +110,7 @@ func (python) build(ctx context.Context, dir string, opts BuildOptions) (string,
 	out, err := opts.run(ctx, t)
 	if err != nil {
 		_ = os.RemoveAll(target) // no partial dependencies
-		return string(out), pipError(ctx, t.Name, out, err)
+		return string(out), installError(ctx, t.Name, out, err, "ERROR: ")
 	}
 	if err := opts.checkDepsSize(t.Name, target); err != nil {
 		return string(out), err
@@ -136,17 +136,6 @@ func requirementRefs(lines []string) []string {
 		}
 	}
 	return refs
-}
-
-// pipError is buildError with pip's own error line first.
-func pipError(ctx context.Context, tool string, out []byte, err error) error {
-	berr := buildError(ctx, tool, out, err)
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "ERROR: ") {
-			return domain.Errorf(domain.ErrorCode(berr), "%s: %s\n%s", tool, strings.TrimPrefix(line, "ERROR: "), domain.ErrorMessage(berr))
-		}
-	}
-	return berr
 }
 
 func (python) program(dir string) (string, []string, []string, error) {

@@ -209,6 +209,24 @@ func clip(out string, max int) string {
 	return out[:max] + "\n[truncated]"
 }
 
+// installError is buildError for a package manager, with its own first
+// error line (the first one starting with one of prefixes, which go) ahead
+// of the output: pip's "ERROR: ...", npm's "npm error ...".
+func installError(ctx context.Context, tool string, out []byte, err error, prefixes ...string) error {
+	berr := buildError(ctx, tool, out, err)
+	if domain.ErrorCode(berr) != domain.EUNPROCESSABLE {
+		return berr
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, p := range prefixes {
+			if rest, ok := strings.CutPrefix(line, p); ok {
+				return domain.Errorf(domain.EUNPROCESSABLE, "%s: %s\n%s", tool, strings.TrimSpace(rest), domain.ErrorMessage(berr))
+			}
+		}
+	}
+	return berr
+}
+
 // buildError turns a failed build command into a coded error carrying its output.
 func buildError(ctx context.Context, tool string, out []byte, err error) error {
 	var over *stepTimeout
