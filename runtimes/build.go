@@ -66,6 +66,9 @@ type BuildOptions struct {
 	// files they came from, and copied from by the next build with the same
 	// ones instead of installing again.
 	DepsCache string
+	// MaxKeptDeps bounds the sets of dependencies DepsCache keeps, the least
+	// recently used going first (DefaultMaxKeptDeps).
+	MaxKeptDeps int
 }
 
 // The limits of a build step when BuildOptions leaves them out.

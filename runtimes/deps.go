@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Installed dependencies are kept, when BuildOptions.DepsCache names a
@@ -64,6 +65,8 @@ func (o BuildOptions) reuseDeps(key, target string) (bool, error) {
 	if _, err := os.Stat(kept); err != nil {
 		return false, nil
 	}
+	now := time.Now()
+	_ = os.Chtimes(kept, now, now) // recently used: evicted last
 	if err := copyTree(kept, target); err != nil {
 		_ = os.RemoveAll(target)
 		return false, fmt.Errorf("copy kept dependencies %s: %w", key, err)
@@ -94,7 +97,39 @@ func (o BuildOptions) keepDeps(key, target string) string {
 		}
 		return fmt.Sprintf("\n[sless: dependencies not kept for reuse: %v]\n", err)
 	}
+	o.evictDeps()
 	return ""
+}
+
+// DefaultMaxKeptDeps is how many sets of installed dependencies a DepsCache
+// keeps when BuildOptions.MaxKeptDeps leaves it out.
+const DefaultMaxKeptDeps = 16
+
+// evictDeps removes the least recently used sets of dependencies beyond
+// MaxKeptDeps (the cache's folders' times say when each was kept or reused).
+func (o BuildOptions) evictDeps() {
+	limit := o.MaxKeptDeps
+	if limit <= 0 {
+		limit = DefaultMaxKeptDeps
+	}
+	entries, err := os.ReadDir(o.DepsCache)
+	if err != nil {
+		return
+	}
+	type kept struct {
+		name string
+		used time.Time
+	}
+	var all []kept
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && e.IsDir() && !strings.Contains(e.Name(), ".tmp-") {
+			all = append(all, kept{e.Name(), info.ModTime()})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].used.After(all[j].used) })
+	for _, k := range all[min(limit, len(all)):] {
+		_ = os.RemoveAll(filepath.Join(o.DepsCache, k.name))
+	}
 }
 
 // copyTree copies the regular files, folders and symbolic links below src

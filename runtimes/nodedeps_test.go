@@ -148,3 +148,43 @@ func TestNodeInstallFailureSaysNpmsError(t *testing.T) {
 		t.Errorf("the failed install left node_modules: %v", err)
 	}
 }
+
+// TestKeptDependenciesAreBounded: the cache keeps MaxKeptDeps sets, the
+// least recently used going first.
+func TestKeptDependenciesAreBounded(t *testing.T) {
+	t.Parallel()
+	rt := mustLookup(t, "nodejs20")
+	cache := t.TempDir()
+	build := func(greeting string) (ranNpm bool) {
+		dir := emptyInstallDir(t)
+		runtimestest.WriteFiles(t, filepath.Join(dir, runtimes.FunctionDir), map[string]string{
+			"package.json":       `{"name": "bounded", "version": "1.0.0", "private": true, "dependencies": {"greet": "file:./greet"}}`,
+			"handler.js":         "exports.handle = () => require('greet')();\n",
+			"greet/package.json": `{"name": "greet", "version": "1.0.0", "main": "index.js"}`,
+			"greet/index.js":     "module.exports = () => '" + greeting + "';\n",
+		})
+		if err := rt.Install(dir, "handler.handle"); err != nil {
+			t.Fatal(err)
+		}
+		opts := runtimes.BuildOptions{DepsCache: cache, MaxKeptDeps: 2, Runner: func(ctx context.Context, tool runtimes.Tool) ([]byte, error) {
+			ranNpm = ranNpm || tool.Name == "npm install"
+			return runtimes.LocalRunner(ctx, tool)
+		}}
+		if log, err := rt.Build(context.Background(), dir, opts); err != nil {
+			t.Fatalf("build: %v\n%s", err, log)
+		}
+		return ranNpm
+	}
+	for _, g := range []string{"a", "b", "a", "c"} { // a is used again, so b goes when c comes
+		build(g)
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 2 {
+		t.Fatalf("the cache keeps %d sets, want 2", len(entries))
+	}
+	if build("a") {
+		t.Error("a, used recently, was evicted")
+	}
+	if !build("b") {
+		t.Error("b, the least recently used, was kept")
+	}
+}
