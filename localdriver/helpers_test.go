@@ -3,7 +3,6 @@ package localdriver_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -140,5 +139,3 @@ func mustHello(t *testing.T, endpoint string) hello {
 	}
 	return h
 }
-
-func fmtSscan(s string, v any) (int, error) { return fmt.Sscan(s, v) }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/runtimes"
 )
 
@@ -128,29 +129,11 @@ func copyDir(src, dst string) error {
 	})
 }
 
-// lockedBuffer collects a process's output while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // process is a wrapper started in server mode on a free loopback port.
 type process struct {
 	url            string
 	cmd            *exec.Cmd
-	stdout, stderr *lockedBuffer
+	stdout, stderr *testutil.SyncBuffer
 	exited         chan struct{}
 	started        time.Time
 }
@@ -172,8 +155,8 @@ func startProcess(tb testing.TB, spec runtimes.Spec, env ...string) *process {
 	port := freePort(tb)
 	p := &process{
 		url:    fmt.Sprintf("http://127.0.0.1:%d", port),
-		stdout: &lockedBuffer{},
-		stderr: &lockedBuffer{},
+		stdout: &testutil.SyncBuffer{},
+		stderr: &testutil.SyncBuffer{},
 		exited: make(chan struct{}),
 	}
 	p.cmd = spec.Cmd(context.Background(), append([]string{fmt.Sprintf("PORT=%d", port)}, env...)...)

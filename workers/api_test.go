@@ -38,11 +38,6 @@ func (h *harness) uploadCode(name string, code domain.Code) {
 	})
 }
 
-func (h *harness) updateConfig(name string, spec domain.FunctionSpec) {
-	h.t.Helper()
-	h.functionCmd(name, func(f *domain.Function) ([]domain.Event, error) { return f.UpdateConfig(spec, h.now()) })
-}
-
 func (h *harness) deleteFunction(name string) {
 	h.t.Helper()
 	h.functionCmd(name, func(f *domain.Function) ([]domain.Event, error) { return f.Delete(h.now()) })

@@ -103,17 +103,7 @@ func (h *harness) withClock(c *workers.Config) { c.Clock = h.clock.Now }
 // last error after timeout.
 func (h *harness) eventually(timeout time.Duration, cond func() error) {
 	h.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	testutil.Eventually(h.t, timeout, cond)
 }
 
 // count runs a count(*) query.

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store/pgtest"
 )
 
@@ -17,8 +16,8 @@ import (
 type devServer struct {
 	base    string // http://127.0.0.1:port
 	dataDir string
-	stdout  *lockedBuffer
-	stderr  *lockedBuffer
+	stdout  *testutil.SyncBuffer
+	stderr  *testutil.SyncBuffer
 	cancel  context.CancelFunc
 	done    chan error
 }
@@ -35,7 +34,7 @@ func startDev(t *testing.T) *devServer {
 	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &devServer{base: "http://" + addr, dataDir: filepath.Join(t.TempDir(), "data"),
-		stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
+		stdout: &testutil.SyncBuffer{}, stderr: &testutil.SyncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		d.done <- run(ctx, []string{"dev", "--data-dir", d.dataDir, "--listen", addr, "--database-url", pgtest.NewDBURL(t)}, d.stdout, d.stderr)
 	}()
@@ -60,22 +59,4 @@ func (d *devServer) stop() error {
 	case <-time.After(60 * time.Second):
 		return context.DeadlineExceeded
 	}
-}
-
-// lockedBuffer is a bytes.Buffer written by dev while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

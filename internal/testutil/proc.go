@@ -38,17 +38,6 @@ func AllPIDs() []int {
 	return pids
 }
 
-// PIDsNamed lists the processes whose command name (/proc/<pid>/comm) is name.
-func PIDsNamed(name string) []int {
-	var pids []int
-	for _, pid := range AllPIDs() {
-		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == name {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
 // CPUTicks is the user+system CPU time of pids so far, in clock ticks
 // (TicksPerSecond), from /proc/<pid>/stat; 0 where /proc cannot tell.
 func CPUTicks(pids []int) int64 {

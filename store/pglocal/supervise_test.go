@@ -1,48 +1,24 @@
 package pglocal
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/slessio/sless/internal/testutil"
 )
 
-// logBuffer collects a cluster's log lines for the test to count.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // supervised starts a cluster whose log lines go to the returned buffer.
-func supervised(t *testing.T, restartTimeout time.Duration) (*Cluster, *logBuffer) {
+func supervised(t *testing.T, restartTimeout time.Duration) (*Cluster, *testutil.SyncBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testutil.SyncBuffer{}
 	c := start(t, Options{Dir: filepath.Join(baseDir(t), "data"), Settings: map[string]string{"fsync": "off"},
 		RestartTimeout: restartTimeout, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	return c, logs
@@ -104,13 +80,13 @@ func TestRestartsAKilledServer(t *testing.T) {
 		t.Errorf("Port() = %d after the restart, want %d (clients hold the URL)", c.Port(), port)
 	}
 	eventually(t, "back-up log line", func() error {
-		if logs.count("back up") == 0 {
+		if strings.Count(logs.String(), "back up") == 0 {
 			return context.DeadlineExceeded
 		}
 		return nil
 	})
 	for _, line := range []string{"is down", "restarting", "back up"} {
-		if n := logs.count(line); n != 1 {
+		if n := strings.Count(logs.String(), line); n != 1 {
 			t.Errorf("%d log lines with %q, want 1:\n%s", n, line, logs)
 		}
 	}
@@ -159,7 +135,7 @@ func TestGivesUpWhenTheServerCannotRestart(t *testing.T) {
 		t.Errorf("Err() = %v, want the server's own reason in it", err)
 	}
 	for _, line := range []string{"is down", "restarting", "giving up"} {
-		if n := logs.count(line); n != 1 {
+		if n := strings.Count(logs.String(), line); n != 1 {
 			t.Errorf("%d log lines with %q, want 1:\n%s", n, line, logs)
 		}
 	}
