@@ -51,21 +51,32 @@ func nodeImageSteps(file func(name string) ([]byte, bool)) (beforeCode, afterCod
 		return nil, nil // a bad package.json fails the build of the code itself
 	}
 	first := "COPY --chown=10001:10001 package.json /app/function/"
-	npm := "npm install"
-	if _, lock := file("package-lock.json"); lock {
+	_, lock := file("package-lock.json")
+	if lock {
 		first = "COPY --chown=10001:10001 package.json package-lock.json /app/function/"
-		npm = "npm ci"
 	}
 	for _, spec := range manifest.Dependencies {
 		if strings.HasPrefix(spec, "file:") || strings.HasPrefix(spec, "link:") || strings.HasPrefix(spec, ".") {
 			first = "COPY --chown=10001:10001 . /app/function/"
 		}
 	}
-	run := "RUN " + npm + " --omit=dev --no-audit --no-fund --no-update-notifier"
-	if os.Getenv(EnvNpmAllowScripts) != "true" {
-		run += " --ignore-scripts"
+	_, args := npmInstall(lock)
+	return []string{first, "ARG npm_config_registry", "RUN npm " + strings.Join(args, " ")}, nil
+}
+
+// npmInstall is the install a build runs, locally and in an image: npm ci
+// with a lockfile, else npm install; production dependencies only; their
+// install scripts only when the operator allows them.
+func npmInstall(lockfile bool) (name string, args []string) {
+	name, args = "npm install", []string{"install"}
+	if lockfile {
+		name, args = "npm ci", []string{"ci"} // exactly the lockfile's versions and integrity hashes
 	}
-	return []string{first, "ARG npm_config_registry", run}, nil
+	args = append(args, "--omit=dev", "--no-audit", "--no-fund", "--no-update-notifier")
+	if os.Getenv(EnvNpmAllowScripts) != "true" {
+		args = append(args, "--ignore-scripts")
+	}
+	return name, args
 }
 
 // nodeMemoryEnv sets V8's heap limit (its garbage collector works harder near
@@ -118,14 +129,10 @@ func (node) build(ctx context.Context, dir string, opts BuildOptions) (string, e
 		return "", err
 	}
 	npm = realPath(npm)
-	t := Tool{Name: "npm install", Path: npm, Args: []string{"install"}, Dir: fnDir, Env: opts.toolEnv(filepath.Dir(nodePath), filepath.Dir(npm))}
-	if _, err := os.Stat(filepath.Join(fnDir, "package-lock.json")); err == nil {
-		t.Name, t.Args = "npm ci", []string{"ci"} // exactly the lockfile's versions and integrity hashes
-	}
-	t.Args = append(t.Args, "--omit=dev", "--no-audit", "--no-fund", "--no-update-notifier", "--registry="+npmRegistry())
-	if os.Getenv(EnvNpmAllowScripts) != "true" {
-		t.Args = append(t.Args, "--ignore-scripts")
-	}
+	_, err = os.Stat(filepath.Join(fnDir, "package-lock.json"))
+	name, args := npmInstall(err == nil)
+	t := Tool{Name: name, Path: npm, Args: append(args, "--registry="+npmRegistry()), Dir: fnDir,
+		Env: opts.toolEnv(filepath.Dir(nodePath), filepath.Dir(npm))}
 	out, err := opts.run(ctx, t)
 	if err != nil {
 		_ = os.RemoveAll(modules) // no partial dependencies

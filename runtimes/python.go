@@ -36,9 +36,18 @@ const (
 	EnvPipExtraIndexURL = "SLESS_PIP_EXTRA_INDEX_URL"
 )
 
+// pipIndexEnv maps pip's own variables to the operator's that give them.
+var pipIndexEnv = map[string]string{"PIP_INDEX_URL": EnvPipIndexURL, "PIP_EXTRA_INDEX_URL": EnvPipExtraIndexURL}
+
 func init() {
-	register(Description{Name: "python3.11", ReadOnlyRoot: true, lang: python{}, imageSteps: pythonImageSteps,
-		buildArgEnv: map[string]string{"PIP_INDEX_URL": EnvPipIndexURL, "PIP_EXTRA_INDEX_URL": EnvPipExtraIndexURL}})
+	register(Description{Name: "python3.11", ReadOnlyRoot: true, lang: python{}, imageSteps: pythonImageSteps, buildArgEnv: pipIndexEnv})
+}
+
+// pipInstall is pip's part of the install a build runs, locally and in an
+// image: requirements.txt into target, no prompts or progress bars.
+func pipInstall(target string) []string {
+	return []string{"install", "--no-input", "--disable-pip-version-check", "--no-warn-script-location", "--progress-bar", "off",
+		"--target", target, "-r", "requirements.txt"}
 }
 
 // pythonImageDeps is where a function image keeps its installed packages (the
@@ -62,8 +71,7 @@ func pythonImageSteps(file func(name string) ([]byte, bool)) (beforeCode, afterC
 	return []string{first,
 			"ARG PIP_INDEX_URL",
 			"ARG PIP_EXTRA_INDEX_URL",
-			"RUN pip install --no-cache-dir --no-input --disable-pip-version-check --no-warn-script-location " +
-				"--progress-bar off --target " + pythonImageDeps + " -r requirements.txt"},
+			"RUN pip --no-cache-dir " + strings.Join(pipInstall(pythonImageDeps), " ")},
 		[]string{"ENV PYTHONPATH=" + pythonImageDeps}
 }
 
@@ -98,12 +106,11 @@ func (python) build(ctx context.Context, dir string, opts BuildOptions) (string,
 	if err != nil {
 		return "", err
 	}
-	args := []string{"-m", "pip", "install", "--no-input", "--disable-pip-version-check", "--no-warn-script-location",
-		"--root-user-action=ignore", "--progress-bar", "off", "--target", target, "-r", "requirements.txt"}
+	args := append(append([]string{"-m", "pip"}, pipInstall(target)...), "--root-user-action=ignore")
 	env := opts.toolEnv(filepath.Dir(py))
-	for _, kv := range [][2]string{{EnvPipIndexURL, "PIP_INDEX_URL"}, {EnvPipExtraIndexURL, "PIP_EXTRA_INDEX_URL"}} {
-		if v := os.Getenv(kv[0]); v != "" {
-			env = append(env, kv[1]+"="+v)
+	for pip, operator := range pipIndexEnv {
+		if v := os.Getenv(operator); v != "" {
+			env = append(env, pip+"="+v)
 		}
 	}
 	t := Tool{Name: "pip install", Path: py, Args: args, Dir: fnDir, Env: env}

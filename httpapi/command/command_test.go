@@ -340,7 +340,7 @@ func TestUploadWritesTheRuntimesImageSteps(t *testing.T) {
 			continue
 		}
 		data, _ := io.ReadAll(tr)
-		install, code := strings.Index(string(data), "RUN pip install"), strings.Index(string(data), "COPY . /app/function/")
+		install, code := strings.Index(string(data), "RUN pip "), strings.Index(string(data), "COPY . /app/function/")
 		if install < 0 || code < install || !strings.Contains(string(data), "COPY requirements.txt") {
 			t.Fatalf("Dockerfile without the dependency layer before the code:\n%s", data)
 		}
