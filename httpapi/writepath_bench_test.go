@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -137,14 +138,8 @@ func BenchmarkWritePath(b *testing.B) {
 		}
 	}
 	median := func(xs []float64) float64 {
-		s := append([]float64(nil), xs...)
-		for i := range s { // three values: sort by hand
-			for j := i + 1; j < len(s); j++ {
-				if s[j] < s[i] {
-					s[i], s[j] = s[j], s[i]
-				}
-			}
-		}
+		s := slices.Clone(xs)
+		slices.Sort(s)
 		return s[len(s)/2]
 	}
 	if os.Getenv("SLESS_BENCH_ONLY") != "" {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -82,46 +81,50 @@ func TestBuildNodeInstallScripts(t *testing.T) {
 	}
 }
 
+// buildGreeter builds a Node.js version whose file: dependency answers
+// greeting, with opts (a DepsCache), and returns its folder and whether npm ran.
+func buildGreeter(t *testing.T, greeting string, opts runtimes.BuildOptions) (dir string, ranNpm bool) {
+	t.Helper()
+	rt := mustLookup(t, "nodejs20")
+	dir = emptyInstallDir(t)
+	runtimestest.WriteFiles(t, filepath.Join(dir, runtimes.FunctionDir), map[string]string{
+		"package.json":       `{"name": "greeter", "version": "1.0.0", "private": true, "dependencies": {"greet": "file:./greet"}}`,
+		"handler.js":         "exports.handle = () => require('greet')();\n",
+		"greet/package.json": `{"name": "greet", "version": "1.0.0", "main": "index.js"}`,
+		"greet/index.js":     "module.exports = () => '" + greeting + "';\n",
+	})
+	if err := rt.Install(dir, "handler.handle"); err != nil {
+		t.Fatal(err)
+	}
+	opts.Runner = func(ctx context.Context, tool runtimes.Tool) ([]byte, error) {
+		ranNpm = ranNpm || tool.Name == "npm install"
+		return runtimes.LocalRunner(ctx, tool)
+	}
+	if log, err := rt.Build(context.Background(), dir, opts); err != nil {
+		t.Fatalf("build: %v\n%s", err, log)
+	}
+	return dir, ranNpm
+}
+
 // TestNodeDependenciesAreReused: a second version with the same package.json
 // and file: dependency gets a copy of node_modules and runs no npm; a changed
 // dependency installs again.
 func TestNodeDependenciesAreReused(t *testing.T) {
 	t.Parallel()
-	rt := mustLookup(t, "nodejs20")
-	cache := t.TempDir()
-	version := func(greeting string) (dir string, tools []string) {
-		dir = emptyInstallDir(t)
-		runtimestest.WriteFiles(t, filepath.Join(dir, runtimes.FunctionDir), map[string]string{
-			"package.json":       `{"name": "reuse", "version": "1.0.0", "private": true, "dependencies": {"greet": "file:./greet"}}`,
-			"handler.js":         "exports.handle = () => require('greet')();\n",
-			"greet/package.json": `{"name": "greet", "version": "1.0.0", "main": "index.js"}`,
-			"greet/index.js":     "module.exports = () => '" + greeting + "';\n",
-		})
-		if err := rt.Install(dir, "handler.handle"); err != nil {
-			t.Fatal(err)
-		}
-		opts := runtimes.BuildOptions{DepsCache: cache, Runner: func(ctx context.Context, tool runtimes.Tool) ([]byte, error) {
-			tools = append(tools, tool.Name)
-			return runtimes.LocalRunner(ctx, tool)
-		}}
-		if log, err := rt.Build(context.Background(), dir, opts); err != nil {
-			t.Fatalf("build: %v\n%s", err, log)
-		}
-		return dir, tools
+	opts := runtimes.BuildOptions{DepsCache: t.TempDir()}
+	if _, ran := buildGreeter(t, "hi", opts); !ran {
+		t.Fatal("the first version ran no npm install")
 	}
-	if _, tools := version("hi"); !slices.Contains(tools, "npm install") {
-		t.Fatalf("the first version ran %v, want npm install", tools)
-	}
-	dir, tools := version("hi")
-	if slices.Contains(tools, "npm install") {
-		t.Fatalf("the same dependencies ran npm again: %v", tools)
+	dir, ran := buildGreeter(t, "hi", opts)
+	if ran {
+		t.Fatal("the same dependencies ran npm again")
 	}
 	got := runJob(t, mustCommand(t, "nodejs20", dir, runtimes.ModeJob), entry("handler.handle"), `SLESS_EVENT={}`)
 	if got.code != 0 || lastLine(t, got.stdout) != `"hi"` {
 		t.Fatalf("with reused node_modules: exit %d, %q %q", got.code, got.stdout, got.stderr)
 	}
-	if _, tools := version("hello"); !slices.Contains(tools, "npm install") {
-		t.Fatalf("a changed file: dependency did not install again: %v", tools)
+	if _, ran := buildGreeter(t, "hello", opts); !ran {
+		t.Fatal("a changed file: dependency did not install again")
 	}
 }
 
@@ -153,38 +156,17 @@ func TestNodeInstallFailureSaysNpmsError(t *testing.T) {
 // least recently used going first.
 func TestKeptDependenciesAreBounded(t *testing.T) {
 	t.Parallel()
-	rt := mustLookup(t, "nodejs20")
-	cache := t.TempDir()
-	build := func(greeting string) (ranNpm bool) {
-		dir := emptyInstallDir(t)
-		runtimestest.WriteFiles(t, filepath.Join(dir, runtimes.FunctionDir), map[string]string{
-			"package.json":       `{"name": "bounded", "version": "1.0.0", "private": true, "dependencies": {"greet": "file:./greet"}}`,
-			"handler.js":         "exports.handle = () => require('greet')();\n",
-			"greet/package.json": `{"name": "greet", "version": "1.0.0", "main": "index.js"}`,
-			"greet/index.js":     "module.exports = () => '" + greeting + "';\n",
-		})
-		if err := rt.Install(dir, "handler.handle"); err != nil {
-			t.Fatal(err)
-		}
-		opts := runtimes.BuildOptions{DepsCache: cache, MaxKeptDeps: 2, Runner: func(ctx context.Context, tool runtimes.Tool) ([]byte, error) {
-			ranNpm = ranNpm || tool.Name == "npm install"
-			return runtimes.LocalRunner(ctx, tool)
-		}}
-		if log, err := rt.Build(context.Background(), dir, opts); err != nil {
-			t.Fatalf("build: %v\n%s", err, log)
-		}
-		return ranNpm
-	}
+	opts := runtimes.BuildOptions{DepsCache: t.TempDir(), MaxKeptDeps: 2}
 	for _, g := range []string{"a", "b", "a", "c"} { // a is used again, so b goes when c comes
-		build(g)
+		buildGreeter(t, g, opts)
 	}
-	if entries, _ := os.ReadDir(cache); len(entries) != 2 {
+	if entries, _ := os.ReadDir(opts.DepsCache); len(entries) != 2 {
 		t.Fatalf("the cache keeps %d sets, want 2", len(entries))
 	}
-	if build("a") {
+	if _, ran := buildGreeter(t, "a", opts); ran {
 		t.Error("a, used recently, was evicted")
 	}
-	if !build("b") {
+	if _, ran := buildGreeter(t, "b", opts); !ran {
 		t.Error("b, the least recently used, was kept")
 	}
 }

@@ -98,13 +98,7 @@ func (t *Tx) LoadAll(ctx context.Context, streams ...Stream) error {
 	for i, s := range streams {
 		ids[i] = s.ID
 	}
-	var evs []Event
-	var err error
-	if len(streams) == 1 {
-		evs, err = readStream(ctx, t.Tx, ids[0], 1)
-	} else {
-		evs, err = readStreams(ctx, t.Tx, ids)
-	}
+	evs, err := readStreams(ctx, t.Tx, ids)
 	if err != nil {
 		return err
 	}

@@ -195,8 +195,9 @@ func nullTime(t time.Time) *time.Time {
 	return &t
 }
 
-// newAggregate returns the empty aggregate of a stream, by its kind.
-func newAggregate(streamID string) (Aggregate, error) {
+// NewAggregate returns the empty aggregate of a stream (function, trigger,
+// job or namespace), by its kind; EINTERNAL for a stream of no known kind.
+func NewAggregate(streamID string) (Aggregate, error) {
 	ns, name := splitStream(streamID)
 	switch streamID {
 	case domain.FunctionStream(ns, name):
@@ -213,7 +214,7 @@ func newAggregate(streamID string) (Aggregate, error) {
 
 // foldStream folds the whole stream, as the transaction sees it.
 func foldStream(ctx context.Context, tx pgx.Tx, streamID string) (Aggregate, error) {
-	agg, err := newAggregate(streamID)
+	agg, err := NewAggregate(streamID)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/slessio/sless/domain"
@@ -56,7 +55,7 @@ func (p *projected) appendRandomly(tb testing.TB, rng *rand.Rand, stream string,
 		evs = evs[n:]
 		if rng.IntN(2) == 0 {
 			_, err := p.Execute(ctx, store.Metadata{Actor: "cmd"}, func(tx *store.Tx) error {
-				agg := aggregateOf(p.ns, stream)
+				agg := aggregateOf(tb, stream)
 				if err := tx.Load(ctx, stream, agg); err != nil {
 					return err
 				}
@@ -81,27 +80,20 @@ func (p *projected) appendRandomly(tb testing.TB, rng *rand.Rand, stream string,
 	}
 }
 
-// aggregateOf returns the empty aggregate of a function, trigger or job stream in ns.
-func aggregateOf(ns, stream string) store.Aggregate {
-	for _, kind := range []struct {
-		stream func(ns, name string) string
-		agg    func(ns, name string) store.Aggregate
-	}{
-		{domain.FunctionStream, func(ns, name string) store.Aggregate { return domain.NewFunction(ns, name) }},
-		{domain.TriggerStream, func(ns, name string) store.Aggregate { return domain.NewTrigger(ns, name) }},
-		{domain.JobStream, func(ns, name string) store.Aggregate { return domain.NewJob(ns, name) }},
-	} {
-		if prefix := kind.stream(ns, ""); strings.HasPrefix(stream, prefix) {
-			return kind.agg(ns, strings.TrimPrefix(stream, prefix))
-		}
+// aggregateOf is store.NewAggregate for the streams the test makes.
+func aggregateOf(tb testing.TB, stream string) store.Aggregate {
+	tb.Helper()
+	agg, err := store.NewAggregate(stream)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	panic("no aggregate for " + stream)
+	return agg
 }
 
 // fold folds the stream of one object from the log.
 func (p *projected) fold(tb testing.TB, stream string) store.Aggregate {
 	tb.Helper()
-	agg := aggregateOf(p.ns, stream)
+	agg := aggregateOf(tb, stream)
 	evs, err := p.ReadStream(context.Background(), stream, 1)
 	if err != nil {
 		tb.Fatal(err)

@@ -36,7 +36,7 @@ func (s *Store) RebuildProjections(ctx context.Context) (int, error) {
 			for _, ev := range evs {
 				agg := states[ev.StreamID]
 				if agg == nil {
-					if agg, err = newAggregate(ev.StreamID); err != nil {
+					if agg, err = NewAggregate(ev.StreamID); err != nil {
 						return err
 					}
 					states[ev.StreamID] = agg
