@@ -41,6 +41,9 @@ func readStream(ctx context.Context, q querier, streamID string, fromVersion int
 
 // readStreams reads whole streams in one query, stream after stream, each in order.
 func readStreams(ctx context.Context, q querier, ids []string) ([]Event, error) {
+	if len(ids) == 1 { // the common load (an update, a worker's outcome): a plain lookup
+		return readStream(ctx, q, ids[0], 1)
+	}
 	// One equality lookup per stream (not stream_id = ANY($1), which a
 	// generic plan on stale statistics turns into a scan of the whole table).
 	rows, _ := q.Query(ctx, `SELECT e.* FROM unnest($1::text[]) AS s(id)
