@@ -51,5 +51,15 @@
 // creates days ahead and DropInvocationPartitionsBefore enforces retention;
 // ListInvocations pages newest first on a (started_at, id) keyset.
 //
+// # Console
+//
+// The web console's sessions are rows of console_sessions keyed by the
+// SHA-256 of the session id (CreateSession, GetSession, DeleteSession), so
+// signing out refuses the cookie on every replica. Its live view follows one
+// namespace with ReadNamespaceSince, ReadAll's rule on the index (namespace,
+// tx_id, position), starting at NamespaceHead, with Cursor.String as the
+// event stream's Last-Event-ID; InvocationHistogram and InvocationMark feed
+// its charts from the invocation log.
+//
 // store imports domain, pgx, River and google/uuid.
 package store

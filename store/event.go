@@ -3,10 +3,13 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/slessio/sless/domain"
 )
 
 // Metadata records who caused an event and why; it is stored with every event.
@@ -36,11 +39,35 @@ type Event struct {
 	RecordedAt    time.Time       `json:"recorded_at"`
 }
 
-// Cursor is a reader's place in the global log for ReadAll; the zero Cursor is
-// the beginning.
+// Cursor is a reader's place in the global log for ReadAll (or in one
+// namespace's part of it for ReadNamespaceSince); the zero Cursor is the
+// beginning.
 type Cursor struct {
 	TxID     uint64 `json:"tx_id"`
 	Position int64  `json:"position"`
+}
+
+// String returns the cursor as "<tx id>-<position>" in decimal, e.g.
+// "7713-40412": short, and safe in a header such as an event stream's
+// Last-Event-ID. ParseCursor reads it back.
+func (c Cursor) String() string {
+	return strconv.FormatUint(c.TxID, 10) + "-" + strconv.FormatInt(c.Position, 10)
+}
+
+// ParseCursor reads a cursor written by Cursor.String; any other text,
+// including "" and a number with a sign or a leading zero, is refused, so one
+// cursor has exactly one form.
+//
+// Errors: EINVALID.
+func ParseCursor(s string) (Cursor, error) {
+	tx, pos, ok := strings.Cut(s, "-")
+	txID, err1 := strconv.ParseUint(tx, 10, 64)
+	position, err2 := strconv.ParseInt(pos, 10, 64)
+	c := Cursor{TxID: txID, Position: position}
+	if !ok || err1 != nil || err2 != nil || position < 0 || c.String() != s {
+		return Cursor{}, domain.Errorf(domain.EINVALID, "event cursor: not a cursor of the event log (want <tx id>-<position>)")
+	}
+	return c, nil
 }
 
 // Projector updates read models for events just appended to one stream, in
