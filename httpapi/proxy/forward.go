@@ -36,6 +36,13 @@ const (
 	PrefixHeader = "X-Forwarded-Prefix"
 )
 
+// documentSandbox is the Content-Security-Policy of every response of a
+// function: a page a function serves runs in an opaque origin, so its
+// scripts cannot act as the platform's own origin (the console's pages and
+// session, another tenant's functions). A function's own policy is added
+// after it and applies too; the full slice expression makes that append copy.
+var documentSandbox = []string{"sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads allow-popups-to-escape-sandbox"}[:1:1]
+
 // call is one proxied request on its way: what Rewrite, ModifyResponse, the
 // transport and ErrorHandler need, and what becomes the invocation record.
 // Once the request is forwarded it is also the request's context (the
@@ -107,6 +114,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.idText = c.id.String()
 	rec := &recorder{ResponseWriter: w}
 	rec.Header()[InvocationHeader] = []string{c.idText} // canonical already
+	rec.Header()["Content-Security-Policy"] = documentSandbox
 	defer p.finish(rec, r, c, cfg, start)
 
 	switch {

@@ -132,6 +132,8 @@ func TestProxyThroughPython(t *testing.T) {
 			t.Fatalf("prefix %q", h["x-forwarded-prefix"])
 		case h["x-sless-invocation-id"] == "" || h["x-sless-invocation-id"] != a.header.Get(proxy.InvocationHeader):
 			t.Fatalf("invocation id: function saw %q, caller %q", h["x-sless-invocation-id"], a.header.Get(proxy.InvocationHeader))
+		case !strings.HasPrefix(a.header.Get("Content-Security-Policy"), "sandbox allow-scripts"):
+			t.Fatalf("a function's page must run sandboxed, away from the console's origin: CSP %q", a.header.Get("Content-Security-Policy"))
 		}
 	})
 
