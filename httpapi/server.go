@@ -11,6 +11,7 @@ import (
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/command"
+	"github.com/slessio/sless/httpapi/console"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"
 )
@@ -64,6 +65,9 @@ type Config struct {
 	// "bubblewrap", "kubernetes" or "none"; /healthz and /readyz report it as
 	// "sandbox" so operators see an unsandboxed server. "" reports "unknown".
 	Sandbox string
+	// ConsoleLivePoll is how often a live console page looks for new events;
+	// 0 means console.DefaultLivePoll.
+	ConsoleLivePoll time.Duration
 	// HiddenFunctions are left out of the human listing (SPEC §7).
 	HiddenFunctions []string
 	// Logger receives internal errors; nil means slog.Default().
@@ -83,6 +87,7 @@ type Server struct {
 	uploads chan struct{}
 	hidden  map[string]bool
 	cmd     *command.Commands
+	console *console.Console
 	log     *slog.Logger
 }
 
@@ -136,11 +141,12 @@ func New(cfg Config) (*Server, error) {
 	for _, name := range cfg.HiddenFunctions {
 		s.hidden[name] = true
 	}
-	s.echo = s.newEcho()
-	s.handler = s.echo
-	if cfg.Proxy != nil {
-		s.handler = http.HandlerFunc(s.route)
+	var err error
+	if s.console, err = s.newConsole(); err != nil {
+		return nil, err
 	}
+	s.echo = s.newEcho()
+	s.handler = http.HandlerFunc(s.route)
 	return s, nil
 }
 
@@ -148,17 +154,24 @@ func New(cfg Config) (*Server, error) {
 func DefaultBaseImage(runtime string) string { return "sless/runtime-" + runtime + ":latest" }
 
 // Handler returns the http.Handler serving every route: /fn/ through
-// Config.Proxy (when set), everything else through the API router.
+// Config.Proxy (when set), /console/ through the console, everything else
+// through the API router.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // route sends the invoke path to the proxy before Echo sees it: the hot path
-// needs none of the API's middleware (tokens, rate limits, request ids).
+// needs none of the API's middleware (tokens, rate limits, request ids). The
+// console has its own sessions, headers and error pages.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/fn/") {
+	switch p := r.URL.Path; {
+	case strings.HasPrefix(p, "/fn/") && s.cfg.Proxy != nil:
 		s.cfg.Proxy.ServeHTTP(w, r)
-		return
+	case strings.HasPrefix(p, "/console/"):
+		s.serveConsole(w, r)
+	case p == "/console":
+		http.Redirect(w, r, "/console/", http.StatusMovedPermanently)
+	default:
+		s.echo.ServeHTTP(w, r)
 	}
-	s.echo.ServeHTTP(w, r)
 }
 
 // Echo returns the underlying Echo instance, so other parts of sless can add
@@ -197,9 +210,13 @@ func (s *Server) newEcho() *echo.Echo {
 	}
 	if s.cfg.RiverUI != nil {
 		h := echo.WrapHandler(s.cfg.RiverUI)
-		e.Any("/riverui", h, s.authenticate, s.rateLimit, requireAdmin)
-		e.Any("/riverui/*", h, s.authenticate, s.rateLimit, requireAdmin)
+		e.GET("/riverui", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/riverui/") })
+		e.Any("/riverui/*", h, s.authenticateOperator, s.rateLimit, requireAdmin)
 	}
+	// The plain-text listing of SPEC §7 for curl (serveConsole passes
+	// GET /console/{ns} here when the Accept header lacks text/html).
+	e.GET("/funcs/:ns", s.textListing, s.authenticate, s.rateLimit, authorizeNamespace)
+	e.GET("/console/:ns", s.textListing, s.authenticate, s.rateLimit, authorizeNamespace)
 
 	g := e.Group("/v1/namespaces/:ns", s.authenticate, s.rateLimit, authorizeNamespace)
 	g.RouteNotFound("/*", s.noRoute)

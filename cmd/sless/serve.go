@@ -334,6 +334,8 @@ func printWelcome(w io.Writer, c *config) error {
 	api := strings.TrimSuffix(c.ExternalURL, "/") + "/v1/namespaces/" + auth.Namespace(demo)
 	_, err = fmt.Fprintf(w, `
 sless is running.
+  console:    %s/console/
+              sign in as %q: %s/console/?token=%s
   API:        %s/v1   (OpenAPI: %s/v1/openapi.json)
   namespace:  %s   (user %q)
   token:      %s
@@ -347,6 +349,6 @@ Or try it with curl:
   curl -s -H "Authorization: Bearer $TOKEN" -H 'Accept: text/plain' $API/functions
 
 Press Ctrl-C to stop (functions are started again on the next run).
-`, c.ExternalURL, c.ExternalURL, auth.Namespace(demo), demo, tok, demo, c.ExternalURL, tok, tok, api)
+`, c.ExternalURL, demo, c.ExternalURL, tok, c.ExternalURL, c.ExternalURL, auth.Namespace(demo), demo, tok, demo, c.ExternalURL, tok, tok, api)
 	return err
 }

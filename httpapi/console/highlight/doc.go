@@ -17,7 +17,7 @@
 // CSS styles only that container and the token classes, leaving the
 // console free to add its own line and line-number markup.
 //
-// Call IsBinary first: Lines expects text, and a binary file has nothing
-// worth highlighting. Lexers are regular-expression driven, so callers
+// Lines expects text: the caller leaves binary files out (codestore's
+// SourceFile.Binary says which they are). Lexers are regular-expression driven, so callers
 // should cap the size of what they pass in.
 package highlight

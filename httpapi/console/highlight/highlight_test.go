@@ -194,29 +194,6 @@ func TestPlainLinesMatchesLines(t *testing.T) {
 	}
 }
 
-func TestIsBinary(t *testing.T) {
-	t.Parallel()
-
-	tests := []struct {
-		name    string
-		content []byte
-		want    bool
-	}{
-		{"png header", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), true},
-		{"leading NUL", []byte("\x00abc"), true},
-		{"invalid UTF-8", []byte("caf\xe9 latin-1"), true},
-		{"NUL late in text", append(bytes.Repeat([]byte("a"), 9000), 0), false},
-		{"empty", nil, false},
-		{"plain text", []byte("def handler(event):\n    return 1\n"), false},
-		{"emoji", []byte("print(\"héllo 🙂 日本語\")\n"), false},
-	}
-	for _, tt := range tests {
-		if got := IsBinary(tt.content); got != tt.want {
-			t.Errorf("%s: IsBinary = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
-
 func TestCSS(t *testing.T) {
 	t.Parallel()
 

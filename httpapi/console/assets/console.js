@@ -1,0 +1,121 @@
+// sless console: copy buttons, live updates over Server-Sent Events and the
+// invoke panel. Pages work without it; it never builds HTML from data
+// (textContent only, and swapped regions come from the server's templates).
+"use strict";
+
+(function () {
+  const status = document.getElementById("live-status");
+  const say = (text) => { if (status) status.textContent = text; };
+
+  // Copy buttons.
+  document.addEventListener("click", (ev) => {
+    const btn = ev.target.closest("button.copy");
+    if (!btn) return;
+    const text = btn.dataset.copy || "";
+    const done = () => { btn.textContent = "Copied"; setTimeout(() => { btn.textContent = "Copy"; }, 1500); };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, () => say("could not copy"));
+    } else {
+      const area = document.createElement("textarea");
+      area.value = text;
+      document.body.appendChild(area);
+      area.select();
+      try { document.execCommand("copy"); done(); } finally { area.remove(); }
+    }
+  });
+
+  // An opened invocation row loads its captured output from the record's page.
+  async function loadOutput(details) {
+    const pre = details.querySelector("pre[data-load]");
+    if (!pre || pre.dataset.loaded) return;
+    pre.dataset.loaded = "1";
+    pre.textContent = "loading…";
+    try {
+      const res = await fetch(pre.dataset.load, { headers: { Accept: "text/html" }, credentials: "same-origin" });
+      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      const out = doc.getElementById("inv-output");
+      const err = doc.getElementById("inv-error");
+      pre.textContent = (err ? err.textContent + "\n" : "") + (out ? out.textContent : "could not load the output (" + res.status + ")");
+    } catch (e) {
+      pre.textContent = "could not load the output";
+      delete pre.dataset.loaded;
+    }
+  }
+  document.addEventListener("toggle", (ev) => {
+    if (ev.target.matches && ev.target.matches("details.inv") && ev.target.open) loadOutput(ev.target);
+  }, true);
+
+  // Live regions: on a change, fetch this page again and swap every element
+  // marked data-live by its id, keeping open <details> open.
+  let refreshing = false, again = false;
+  async function refresh() {
+    if (refreshing) { again = true; return; }
+    refreshing = true;
+    try {
+      const res = await fetch(location.href, { headers: { Accept: "text/html" }, credentials: "same-origin" });
+      if (res.redirected || !res.ok) { say("signed out or gone: reload the page"); return; }
+      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      document.querySelectorAll("[data-live][id]").forEach((old) => {
+        const fresh = doc.getElementById(old.id);
+        if (!fresh) return;
+        const open = new Set([...old.querySelectorAll("details[open][id]")].map((d) => d.id));
+        open.forEach((id) => { const d = fresh.querySelector("#" + CSS.escape(id)); if (d) d.open = true; });
+        const adopted = document.adoptNode(fresh);
+        old.replaceWith(adopted);
+        adopted.querySelectorAll("details.inv[open]").forEach(loadOutput);
+      });
+      say("live · updated " + new Date().toLocaleTimeString());
+    } catch (e) {
+      say("live · update failed");
+    } finally {
+      refreshing = false;
+      if (again) { again = false; setTimeout(refresh, 100); }
+    }
+  }
+
+  const live = document.body.dataset.live;
+  if (live && window.EventSource) {
+    let timer = null;
+    const soon = () => { clearTimeout(timer); timer = setTimeout(refresh, 150); };
+    const src = new EventSource(live + "?after=" + encodeURIComponent(document.body.dataset.cursor || ""));
+    let wasDown = false;
+    src.addEventListener("open", () => {
+      say("live");
+      if (wasDown) { wasDown = false; soon(); } // catch up on what the gap hid
+    });
+    src.addEventListener("error", () => { wasDown = true; say("live · reconnecting"); });
+    src.addEventListener("change", soon);
+    src.addEventListener("invocations", soon);
+  }
+
+  // The invoke panel calls the function's public URL from the browser.
+  const form = document.getElementById("invoke-form");
+  if (form) {
+    const base = document.getElementById("invoke").dataset.url;
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const method = form.elements.method.value;
+      let path = form.elements.path.value || "/";
+      if (!path.startsWith("/")) path = "/" + path;
+      const init = { method, credentials: "omit", headers: {} };
+      if (method !== "GET" && method !== "HEAD") {
+        init.body = form.elements.body.value;
+        init.headers["Content-Type"] = "application/json";
+      }
+      const out = document.getElementById("invoke-result");
+      const started = performance.now();
+      try {
+        const res = await fetch(base + path, init);
+        const text = await res.text();
+        document.getElementById("invoke-status").textContent = res.status + " " + res.statusText;
+        document.getElementById("invoke-duration").textContent = (performance.now() - started).toFixed(1) + " ms";
+        document.getElementById("invoke-body-out").textContent = text.length > 65536 ? text.slice(0, 65536) + "\n… (cut)" : text;
+      } catch (e) {
+        document.getElementById("invoke-status").textContent = "request failed";
+        document.getElementById("invoke-duration").textContent = (performance.now() - started).toFixed(1) + " ms";
+        document.getElementById("invoke-body-out").textContent = String(e);
+      }
+      out.hidden = false;
+    });
+  }
+})();

@@ -1,0 +1,22 @@
+// Package console is the web console served at /console/ by the control
+// plane itself (SPEC §7): a tenant signs in with their own token and sees the
+// functions of their namespace, their source (highlighted on the server), the
+// versions with rollback, the invocation log, job runs and event history,
+// invokes a function and starts or stops its triggers; pages follow the event
+// store live through Server-Sent Events. Operators (the admin claim) also get
+// a namespace list and the River UI.
+//
+// It reads the store's read models and changes state only through the
+// command layer (httpapi/command), like the REST API. It has no client-side
+// framework: pages are html/template (escaping every value; no template.HTML
+// from user data), a little plain JavaScript enhances them, and its assets
+// are embedded with content-hashed names so it works offline.
+//
+// Security: a session is a random id in an HttpOnly, SameSite=Strict cookie
+// scoped to /console/, stored server-side (its SHA-256) so that signing out
+// ends it for good; it expires no later than the token it was made from. A
+// cookie never authorises /v1/. Every state-changing request needs the
+// session's CSRF token and, when the browser sends one, a same-origin Origin
+// header. Responses carry a Content-Security-Policy without 'unsafe-inline',
+// X-Frame-Options: DENY and Referrer-Policy: same-origin.
+package console

@@ -1,0 +1,372 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/httpapi"
+	"github.com/slessio/sless/httpapi/wire"
+)
+
+// browser is a cookie-keeping HTTP client that shows redirects instead of
+// following them: the console's side of the tests that need no Chromium
+// (cmd/sless TestConsoleInBrowser drives a real one).
+type browser struct {
+	t       *testing.T
+	base    string
+	cookies map[string]string
+}
+
+func newBrowser(t *testing.T, f *fixture) *browser {
+	return &browser{t: t, base: f.url, cookies: map[string]string{}}
+}
+
+var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// do sends a request with the browser's cookies and keeps the ones it sets.
+func (b *browser) do(method, path string, form url.Values, headers ...string) *http.Response {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.base+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/html")
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for name, v := range b.cookies {
+		req.AddCookie(&http.Cookie{Name: name, Value: v})
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := noFollow.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	for _, c := range resp.Cookies() {
+		if c.MaxAge < 0 {
+			delete(b.cookies, c.Name)
+		} else {
+			b.cookies[c.Name] = c.Value
+		}
+	}
+	return resp
+}
+
+// page GETs path and returns its status and body.
+func (b *browser) page(path string, headers ...string) (int, string) {
+	b.t.Helper()
+	resp := b.do("GET", path, nil, headers...)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+// signIn signs in with token through ?token= and returns the page's CSRF token.
+func (b *browser) signIn(token string) string {
+	b.t.Helper()
+	resp := b.do("GET", "/console/?token="+url.QueryEscape(token), nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
+		b.t.Fatalf("sign-in answered %d → %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	home := b.do("GET", "/console/", nil) // a tenant's home is their namespace
+	home.Body.Close()
+	page := "/console/"
+	if loc := home.Header.Get("Location"); loc != "" {
+		page = loc
+	}
+	_, body := b.page(page) // every page of a session carries its token
+	m := regexp.MustCompile(`data-csrf="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		b.t.Fatalf("no CSRF token in %s", body)
+	}
+	return m[1]
+}
+
+func TestConsoleTextListing(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	c.createFunction("hello")
+	c.do("POST", c.p("/triggers"), map[string]any{"name": "web", "type": "http", "function": "hello"}).want(201)
+	for _, path := range []string{"/funcs/" + c.ns, "/console/" + c.ns} {
+		for _, accept := range []string{"", "*/*", "text/plain"} {
+			r := c.do("GET", path, nil, "Accept", accept).want(200)
+			if text := string(r.body); !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") ||
+				!strings.Contains(text, "# HTTP endpoint (python3.11)") || !strings.Contains(text, "-- namespace "+c.ns+": 1 function") {
+				t.Fatalf("GET %s (Accept %q) = %s\n%s", path, accept, r.header.Get("Content-Type"), text)
+			}
+		}
+		f.anonymous().do("GET", path, nil).want(401)
+		f.tenant().do("GET", path, nil).want(403)
+		f.admin().do("GET", path, nil).want(200)
+	}
+	r := c.do("GET", "/funcs/"+c.ns, nil, "Accept", "text/html")
+	if r.status != 200 || !strings.Contains(string(r.body), "Sign in") { // followed to the console, not signed in
+		t.Fatalf("/funcs for a browser: %d %s", r.status, r.body)
+	}
+}
+
+func TestConsoleSessionsAndCSRF(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	c.createFunction("hello")
+	c.do("POST", c.p("/triggers"), map[string]any{"name": "web", "type": "http", "function": "hello"}).want(201)
+	b := newBrowser(t, f)
+
+	t.Run("no page without a session", func(t *testing.T) {
+		for _, path := range []string{"/console/" + c.ns, "/console/" + c.ns + "/functions/hello", "/console/" + c.ns + "/live"} {
+			resp := b.do("GET", path, nil)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
+				t.Fatalf("GET %s without a session: %d → %q", path, resp.StatusCode, resp.Header.Get("Location"))
+			}
+		}
+		resp := b.do("POST", "/console/"+c.ns+"/triggers/web", url.Values{"enabled": {"false"}})
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("POST without a session: %d", resp.StatusCode)
+		}
+	})
+	t.Run("a bad token is refused without echoing it", func(t *testing.T) {
+		status, body := b.page("/console/?token=forged.token.value")
+		if status != http.StatusUnauthorized || strings.Contains(body, "forged.token.value") || len(b.cookies) != 0 {
+			t.Fatalf("bad token: %d, cookies %v\n%s", status, b.cookies, body)
+		}
+	})
+
+	csrf := b.signIn(c.token)
+	t.Run("the session cookie and the security headers", func(t *testing.T) {
+		resp := newBrowser(t, f).do("GET", "/console/?token="+url.QueryEscape(c.token), nil, "X-Forwarded-Proto", "https")
+		resp.Body.Close()
+		var seen bool
+		for _, ck := range resp.Cookies() {
+			if ck.Name != "sless_console" {
+				continue
+			}
+			seen = true
+			if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console/" || !ck.Secure {
+				t.Fatalf("cookie %+v: want HttpOnly, SameSite=Strict, Path=/console/, Secure behind TLS", ck)
+			}
+			if ck.Expires.After(time.Now().Add(time.Hour + time.Minute)) {
+				t.Fatalf("the session outlives the token: %s", ck.Expires)
+			}
+		}
+		if !seen {
+			t.Fatal("no session cookie")
+		}
+		h := resp.Header
+		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") ||
+			h.Get("X-Frame-Options") != "DENY" || h.Get("Referrer-Policy") == "" {
+			t.Fatalf("security headers %v", h)
+		}
+	})
+	t.Run("a tenant goes to their namespace", func(t *testing.T) {
+		resp := b.do("GET", "/console/", nil)
+		resp.Body.Close()
+		if resp.Header.Get("Location") != "/console/"+c.ns {
+			t.Fatalf("home → %q", resp.Header.Get("Location"))
+		}
+		if status, body := b.page("/console/" + c.ns); status != 200 || !strings.Contains(body, `id="fn-hello"`) {
+			t.Fatalf("namespace page %d\n%s", status, body)
+		}
+	})
+	t.Run("the API refuses the console cookie", func(t *testing.T) {
+		if status, _ := b.page(c.p("/functions")); status != http.StatusUnauthorized {
+			t.Fatalf("the API answered a cookie with %d", status)
+		}
+	})
+	t.Run("a state change needs the CSRF token and this origin", func(t *testing.T) {
+		path := "/console/" + c.ns + "/triggers/web"
+		for _, tc := range []struct {
+			form    url.Values
+			headers []string
+		}{
+			{url.Values{"enabled": {"false"}}, nil},
+			{url.Values{"enabled": {"false"}, "csrf": {"x" + csrf}}, nil},
+			{url.Values{"enabled": {"false"}, "csrf": {csrf}}, []string{"Origin", "https://evil.example"}},
+			{url.Values{"enabled": {"false"}, "csrf": {csrf}}, []string{"Origin", "null"}},
+		} {
+			resp := b.do("POST", path, tc.form, tc.headers...)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("POST %v %v: %d, want 403", tc.form, tc.headers, resp.StatusCode)
+			}
+		}
+		if tr := c.getTrigger("web"); !tr.Enabled {
+			t.Fatal("a refused POST changed the trigger")
+		}
+		resp := b.do("POST", path, url.Values{"enabled": {"false"}, "csrf": {csrf}, "back": {"https://evil.example/"}}, "Origin", f.url)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/"+c.ns {
+			t.Fatalf("POST with the token: %d → %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if tr := c.getTrigger("web"); tr.Enabled {
+			t.Fatal("the trigger is still enabled")
+		}
+		resp = b.do("POST", path, url.Values{"enabled": {"maybe"}}, csrfHeader, csrf)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("enabled=maybe: %d", resp.StatusCode)
+		}
+	})
+	t.Run("another tenant and an operator", func(t *testing.T) {
+		other := newBrowser(t, f)
+		other.signIn(f.tenant().token)
+		if status, body := other.page("/console/" + c.ns + "/functions/hello"); status != http.StatusForbidden || strings.Contains(body, "hello") {
+			t.Fatalf("another tenant: %d\n%s", status, body)
+		}
+		op := newBrowser(t, f)
+		opCSRF := op.signIn(f.admin().token)
+		if status, body := op.page("/console/"); status != 200 || !strings.Contains(body, c.ns) {
+			t.Fatalf("operator home: %d\n%s", status, body)
+		}
+		if status, _ := op.page("/console/" + c.ns + "/functions/hello"); status != 200 {
+			t.Fatalf("operator reading a namespace: %d", status)
+		}
+		resp := op.do("POST", "/console/"+c.ns+"/triggers/web", url.Values{"enabled": {"true"}, "csrf": {opCSRF}})
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("operator changing a tenant's trigger: %d", resp.StatusCode)
+		}
+	})
+	t.Run("sign-out ends the session for every copy of the cookie", func(t *testing.T) {
+		old := b.cookies["sless_console"]
+		resp := b.do("POST", "/console/_/signout", url.Values{"csrf": {csrf}})
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || b.cookies["sless_console"] != "" {
+			t.Fatalf("sign-out: %d, cookie %q", resp.StatusCode, b.cookies["sless_console"])
+		}
+		b.cookies["sless_console"] = old
+		resp = b.do("GET", "/console/"+c.ns, nil)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("the old cookie got %d", resp.StatusCode)
+		}
+	})
+	t.Run("unknown pages are 404 pages", func(t *testing.T) {
+		if status, body := b.page("/console/" + c.ns + "/nothing/here"); status != 404 || !strings.Contains(body, "Not found") {
+			t.Fatalf("unknown page: %d\n%s", status, body)
+		}
+	})
+}
+
+const csrfHeader = "X-CSRF-Token"
+
+// sseEvent is one event of a text/event-stream.
+type sseEvent struct{ id, event, data string }
+
+// readEvents reads n events of type event ("" for any) from an SSE stream.
+func readEvents(t *testing.T, r *bufio.Reader, n int, event string) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	var cur sseEvent
+	for len(out) < n {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended after %d events: %v", len(out), err)
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "":
+			if cur.event != "" && (event == "" || cur.event == event) {
+				out = append(out, cur)
+			}
+			cur = sseEvent{}
+		case strings.HasPrefix(line, "id: "):
+			cur.id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			cur.event = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			cur.data = line[6:]
+		}
+	}
+	return out
+}
+
+func TestConsoleLiveResumesFromLastEventID(t *testing.T) {
+	t.Parallel()
+	f := setup(t, func(c *httpapi.Config) { c.ConsoleLivePoll = 20 * time.Millisecond })
+	c := f.tenant()
+	c.createFunction("before")
+	b := newBrowser(t, f)
+	b.signIn(c.token)
+	_, body := b.page("/console/" + c.ns)
+	cursor := regexp.MustCompile(`data-cursor="([^"]*)"`).FindStringSubmatch(body)
+	if cursor == nil {
+		t.Fatalf("no cursor in the page\n%s", body)
+	}
+
+	open := func(query, lastID string) (*bufio.Reader, func()) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "GET", f.url+"/console/"+c.ns+"/live"+query, nil)
+		req.AddCookie(&http.Cookie{Name: "sless_console", Value: b.cookies["sless_console"]})
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("live: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		return bufio.NewReader(resp.Body), func() { cancel(); resp.Body.Close() }
+	}
+
+	// Events after the page was rendered arrive, the older ones do not.
+	r, stop := open("?after="+url.QueryEscape(cursor[1]), "")
+	c.createFunction("first")
+	evs := readEvents(t, r, 1, "change")
+	stop()
+	if !strings.Contains(evs[0].data, "function:"+c.ns+"/first") || evs[0].id == "" {
+		t.Fatalf("first event %+v", evs[0])
+	}
+	// While the page is away, more happens; the reconnect resumes from the
+	// last id it saw: nothing lost, nothing repeated.
+	c.createFunction("second")
+	c.createFunction("third")
+	r, stop = open("?after="+url.QueryEscape(cursor[1]), evs[0].id)
+	defer stop()
+	evs = readEvents(t, r, 2, "change")
+	if !strings.Contains(evs[0].data, "/second") || !strings.Contains(evs[1].data, "/third") {
+		t.Fatalf("after a reconnect: %+v", evs)
+	}
+	// A bad id is a clear error, not a stream from the start.
+	req, _ := http.NewRequest("GET", f.url+"/console/"+c.ns+"/live", nil)
+	req.AddCookie(&http.Cookie{Name: "sless_console", Value: b.cookies["sless_console"]})
+	req.Header.Set("Last-Event-ID", "garbage")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a bad Last-Event-ID: %d", resp.StatusCode)
+	}
+}
+
+// getTrigger reads a trigger through the API.
+func (c *client) getTrigger(name string) wire.Trigger {
+	c.f.t.Helper()
+	var tr wire.Trigger
+	if err := json.Unmarshal(c.do("GET", c.p("/triggers/"+name), nil).want(200).body, &tr); err != nil {
+		c.f.t.Fatal(err)
+	}
+	return tr
+}
