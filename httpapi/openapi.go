@@ -40,6 +40,7 @@ type apiRoute struct {
 	Status       int
 	Response     any // a value of the JSON answer type; nil for no body
 	TextAndHTML  bool
+	TextOnly     bool // the answer is text/plain only (Response is nil)
 }
 
 type queryParam struct {
@@ -51,6 +52,8 @@ var apiRoutes = []apiRoute{
 	{Method: "GET", Path: "/healthz", Summary: "Liveness: the process is up; names the sandbox of function processes", Tag: "health", Status: 200, Response: healthView{}},
 	{Method: "GET", Path: "/readyz", Summary: "Readiness: PostgreSQL and object storage answer; names the sandbox of function processes", Tag: "health", Status: 200, Response: healthView{}},
 	{Method: "GET", Path: "/v1/openapi.json", Summary: "This document", Tag: "meta", Status: 200, Response: map[string]any{}},
+	{Method: "GET", Path: "/funcs/:ns", Summary: "The human listing of a namespace as plain text (SPEC §7), for curl; a browser (Accept: text/html) is sent to the console", Tag: "listing", Access: tenant, Status: 200, TextOnly: true},
+	{Method: "GET", Path: "/console/:ns", Summary: "The same listing when the Accept header lacks text/html; a browser gets the console's page of the namespace (a session, not a token)", Tag: "listing", Access: tenant, Status: 200, TextOnly: true},
 	{Method: "GET", Path: "/v1/namespaces", Summary: "List every tenant namespace (operators only)", Tag: "namespaces", Access: operator, Status: 200, Response: wire.NamespaceList{}},
 	{Method: "POST", Path: "/v1/namespaces/:ns/ensure", Summary: "Create the namespace if needed (201 when created, 200 when it existed)", Tag: "namespaces", Access: tenant, Status: 201, Response: wire.Namespace{}},
 
@@ -150,6 +153,9 @@ func buildOpenAPI(routes []apiRoute) obj {
 				content["text/html"] = obj{"schema": obj{"type": "string"}}
 			}
 			ok["content"] = content
+		}
+		if r.TextOnly {
+			ok["content"] = obj{"text/plain": obj{"schema": obj{"type": "string"}}}
 		}
 		op["responses"] = obj{
 			strconv.Itoa(r.Status): ok,

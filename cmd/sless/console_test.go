@@ -249,6 +249,17 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	})
 
+	step("readable at a phone's width", func(t *testing.T) {
+		for _, path := range []string{"/console/" + ns, "/console/" + ns + "/functions/hello"} {
+			run(t, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(base+path))
+			if wide := eval(t, `String(document.documentElement.scrollWidth > window.innerWidth + 1)`); wide != "false" {
+				w := eval(t, `document.documentElement.scrollWidth + " > " + window.innerWidth`)
+				t.Fatalf("%s scrolls sideways at 390 px: %s", path, w)
+			}
+		}
+		run(t, chromedp.EmulateReset())
+	})
+
 	var cookie string
 	step("a state change needs the CSRF token; the API refuses the cookie", func(t *testing.T) {
 		cs, err := chromedp.Call(b, network.GetCookies, network.GetCookiesParams{URLs: []string{base + "/console/"}})
