@@ -14,7 +14,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/client"
 	"github.com/slessio/sless/internal/browsertest"
 	"github.com/slessio/sless/internal/testutil"
@@ -55,29 +54,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
 	dev := startDev(t)
 	base := dev.base
-	testutil.WaitFor(t, 60*time.Second, func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-	key, err := auth.LoadOrCreateKey(dev.dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mint := func(sub string, admin bool) string {
-		var extra map[string]any
-		if admin {
-			extra = map[string]any{"sless_admin": true}
-		}
-		tok, err := auth.Mint(key, sub, time.Hour, extra)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}
+	dev.waitReady(t)
+	mint := func(sub string, admin bool) string { return dev.token(t, sub, admin) }
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

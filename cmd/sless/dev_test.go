@@ -31,19 +31,8 @@ func TestDevEndToEnd(t *testing.T) {
 	ctx := context.Background()
 
 	base := dev.base
-	testutil.WaitFor(t, 60*time.Second, func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-	key, err := auth.LoadOrCreateKey(dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, _ := auth.Mint(key, "readme-user", time.Hour, nil)
+	dev.waitReady(t)
+	tok := dev.token(t, "readme-user", false)
 	c, err := client.New(base, tok)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +105,7 @@ func TestDevEndToEnd(t *testing.T) {
 		return kinds["http"] && kinds["job"]
 	})
 	// Both are counted in the operators' metrics, the job run too.
-	admin, _ := auth.Mint(key, "operator", time.Hour, map[string]any{"sless_admin": true})
+	admin := dev.token(t, "operator", true)
 	req, _ := http.NewRequest("GET", base+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+admin)
 	mresp, err := http.DefaultClient.Do(req)

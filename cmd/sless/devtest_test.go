@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"net"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -59,4 +61,35 @@ func (d *devServer) stop() error {
 	case <-time.After(60 * time.Second):
 		return context.DeadlineExceeded
 	}
+}
+
+// waitReady waits until dev answers /readyz.
+func (d *devServer) waitReady(t *testing.T) {
+	t.Helper()
+	testutil.WaitFor(t, 60*time.Second, func() bool {
+		resp, err := http.Get(d.base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}
+
+// token mints a token for sub with dev's signing key, an operator's when admin.
+func (d *devServer) token(t *testing.T, sub string, admin bool) string {
+	t.Helper()
+	key, err := auth.LoadOrCreateKey(d.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var extra map[string]any
+	if admin {
+		extra = map[string]any{"sless_admin": true}
+	}
+	tok, err := auth.Mint(key, sub, time.Hour, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
