@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/slessio/sless/httpapi"
 	"github.com/slessio/sless/httpapi/wire"
+	"github.com/slessio/sless/store"
 )
 
 // browser is a cookie-keeping HTTP client that shows redirects instead of
@@ -369,4 +373,90 @@ func (c *client) getTrigger(name string) wire.Trigger {
 		c.f.t.Fatal(err)
 	}
 	return tr
+}
+
+func TestConsoleFunctionPageLog(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	c.createFunction("web")
+	w := f.store.NewInvocationWriter(store.InvocationWriterOptions{})
+	start := time.Now().UTC().Add(-30 * time.Minute).Truncate(time.Microsecond)
+	for i := range 25 {
+		status := 200
+		if i%5 == 0 {
+			status = 500
+		}
+		w.Record(store.Invocation{Namespace: c.ns, Function: "web", Version: 1, Trigger: store.InvocationHTTP, Method: "GET",
+			Path: fmt.Sprintf("/call-%d", i), Status: status, Duration: time.Millisecond, Log: fmt.Sprintf("printed <b>%d</b>", i),
+			StartedAt: start.Add(time.Duration(i) * time.Second)})
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, f)
+	b.signIn(c.token)
+	page := "/console/" + c.ns + "/functions/web"
+	ids := regexp.MustCompile(`id="inv-([0-9a-f-]{36})"`)
+
+	// 20 a page, newest first; the link to the next page keeps its query.
+	status, body := b.page(page)
+	first := ids.FindAllStringSubmatch(body, -1)
+	next := regexp.MustCompile(`href="([^"]*)" id="log-next"`).FindStringSubmatch(body)
+	if status != 200 || len(first) != 20 || next == nil || !strings.Contains(body, "/call-24") {
+		t.Fatalf("first page: %d, %d rows, next %v", status, len(first), next)
+	}
+	_, body = b.page(page + html.UnescapeString(next[1]))
+	if rest := ids.FindAllStringSubmatch(body, -1); len(rest) != 5 || !strings.Contains(body, "/call-0<") || strings.Contains(body, `id="log-next"`) {
+		t.Fatalf("second page: %d rows\n%s", len(rest), body)
+	}
+	// Errors only, within the last hour.
+	_, body = b.page(page + "?errors=1&since=1h")
+	if rows := ids.FindAllStringSubmatch(body, -1); len(rows) != 5 {
+		t.Fatalf("errors only: %d rows", len(rows))
+	}
+	if status, _ := b.page(page + "?since=forever"); status != http.StatusBadRequest {
+		t.Fatalf("a bad range: %d", status)
+	}
+	// One record shows its output, escaped.
+	status, body = b.page(page + "/invocations/" + first[0][1])
+	if status != 200 || !strings.Contains(body, "printed &lt;b&gt;24&lt;/b&gt;") {
+		t.Fatalf("record: %d\n%s", status, body)
+	}
+	if status, _ := b.page(page + "/invocations/not-a-uuid"); status != http.StatusNotFound {
+		t.Fatalf("a bad id: %d", status)
+	}
+}
+
+func TestConsoleShutdownEndsLiveStreams(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	b := newBrowser(t, f)
+	b.signIn(c.token)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := f.api.HTTPServer(ln.Addr().String())
+	go srv.Serve(ln)
+	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/console/"+c.ns+"/live", nil)
+	req.AddCookie(&http.Cookie{Name: "sless_console", Value: b.cookies["sless_console"]})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("live: %d", resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	began := time.Now()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with an open page: %v after %s", err, time.Since(began))
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatalf("the stream did not end cleanly: %v", err)
+	}
 }

@@ -181,9 +181,10 @@ func (s *Server) Echo() *echo.Echo { return s.echo }
 
 // HTTPServer returns an http.Server for addr serving Handler with timeouts
 // that keep slow clients from holding connections (Slowloris) while leaving
-// room for a 32 MiB upload on a slow link.
+// room for a 32 MiB upload on a slow link. Its Shutdown also ends the
+// console's live streams.
 func (s *Server) HTTPServer(addr string) *http.Server {
-	return &http.Server{
+	srv := &http.Server{
 		Addr:              addr,
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -191,6 +192,10 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
+	// Open console pages hold a stream each; a graceful stop ends them
+	// rather than waiting for the browsers to leave.
+	srv.RegisterOnShutdown(s.console.Shutdown)
+	return srv
 }
 
 // newEcho builds the router: global middleware, the namespace group behind

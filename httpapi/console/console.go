@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slessio/sless/domain"
@@ -55,6 +56,9 @@ type Console struct {
 	cfg Config
 	mux *http.ServeMux
 	log *slog.Logger
+	// closing is closed by Shutdown, ending the live streams.
+	closing  chan struct{}
+	shutdown sync.Once
 }
 
 // New returns the console for cfg; EINVALID when a required field is missing.
@@ -74,10 +78,16 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	c := &Console{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger}
+	c := &Console{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, closing: make(chan struct{})}
 	c.routes()
 	return c, nil
 }
+
+// Shutdown ends every live stream (a browser reconnects to another server,
+// or to this one when it is back, and resumes where it was), so that a
+// graceful stop of the HTTP server does not wait for open pages; register it
+// with http.Server.RegisterOnShutdown.
+func (c *Console) Shutdown() { c.shutdown.Do(func() { close(c.closing) }) }
 
 func (c *Console) routes() {
 	m := c.mux

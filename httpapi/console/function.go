@@ -73,7 +73,7 @@ type logView struct {
 	Errors      bool
 	Since       string
 	Ranges      []struct{ Key, Label string }
-	Next        string // the query of the next page, "" on the last
+	Next        string // the address (?query) of the next page, "" on the last
 }
 
 // eventRow is a line of the function's event history.
@@ -265,7 +265,7 @@ func (c *Console) logView(r *http.Request, ns, name string, q url.Values) (logVi
 		if lv.Since != "" {
 			next.Set("since", lv.Since)
 		}
-		lv.Next = next.Encode()
+		lv.Next = "?" + next.Encode()
 	}
 	return lv, nil
 }

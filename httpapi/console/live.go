@@ -64,6 +64,8 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request, s session) error 
 		select {
 		case <-ctx.Done():
 			return errClientGone
+		case <-c.closing:
+			return nil
 		case <-poll.C:
 		}
 		evs, next, err := c.cfg.Store.ReadNamespaceSince(ctx, ns, cur, liveBatch)
