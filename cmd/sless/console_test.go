@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/slessio/sless/httpapi/client"
 	"github.com/slessio/sless/internal/browsertest"
@@ -156,6 +157,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		run(t, chromedp.Click(chromedp.CSS("#fn-hello #trigger-web button.toggle")))
 		waitText(t, "#fn-hello #trigger-web .state", "running")
 		run(t, chromedp.Reload())
+		waitText(t, "#fn-hello #trigger-web .state", "running")
+	})
+	step("the switches work from the keyboard", func(t *testing.T) {
+		run(t, chromedp.Navigate(base+"/console/"+ns))
+		focused := `String(document.activeElement === document.querySelector("#fn-hello #trigger-web button.toggle"))`
+		for tabs := 0; eval(t, focused) != "true"; tabs++ {
+			if tabs == 40 {
+				t.Fatal("Tab never reached the trigger's switch")
+			}
+			run(t, chromedp.KeyEvent(kb.Tab))
+		}
+		run(t, chromedp.KeyEvent(kb.Enter))
+		waitText(t, "#fn-hello #trigger-web .state", "stopped")
+		run(t, chromedp.Click(chromedp.CSS("#fn-hello #trigger-web button.toggle")))
 		waitText(t, "#fn-hello #trigger-web .state", "running")
 	})
 	step("a trigger stopped from the CLI shows without a reload", func(t *testing.T) {
