@@ -43,9 +43,10 @@
 // and stored with the invocation; X-Sless-Invocation-Id names the record in
 // the request to the function and in the response.
 //
-// Limits: a body over MaxBodyBytes (6 MiB) is 413 — at once when
-// Content-Length says so (the function never sees it), when the limit is
-// crossed for a chunked body (the function sees a cut request). A function
+// Limits: a body over MaxBodyBytes (6 MiB) is 413 and the function never
+// sees any of it — at once when Content-Length says so; a chunked body is
+// read whole first (256 KiB in memory, the rest in an unlinked temporary
+// file: spool.go), before the function is woken or sent anything. A function
 // past its timeout_sec is 504 (code TIMEOUT); one that does not answer 502
 // (BAD_GATEWAY). A caller who disconnects cancels the upstream request; the
 // record says 499.

@@ -138,6 +138,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			domain.Errorf(domain.ERATELIMITED, "function %q is serving its limit of %d requests at once", k.name, limit))
 		return
 	}
+	if chunked(r) { // read whole before anything is woken or sent
+		sp, err := spoolBody(r.Body, p.cfg.MaxBodyBytes)
+		if err != nil {
+			if errors.Is(err, errBodyTooLarge) {
+				c.bytesIn = sp.n
+				sp.Close()
+				p.fail(rec, c, "too_large", tooLarge(p.cfg.MaxBodyBytes))
+				return
+			}
+			c.status, c.errText = statusClientGone, "the request body could not be read: "+err.Error()
+			p.metrics.proxyErrors.WithLabelValues("client_gone").Inc()
+			return
+		}
+		defer sp.Close()
+		r.Body = sp
+	}
 	ctx := r.Context()
 	timeout := time.Duration(cfg.TimeoutSec) * time.Second
 	if timeout <= 0 {

@@ -487,6 +487,10 @@ func TestProxyBodyLimit(t *testing.T) {
 	if a := f.do(req); a.status != 200 {
 		t.Fatalf("a body at the limit: %d %s", a.status, a.body)
 	}
+	time.Sleep(100 * time.Millisecond) // a cut request would have reached the handler by now
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("the function was called %d times, want once: (the start of) a body over the limit reached it", n)
+	}
 	invs := f.waitInvocations("up", 3)
 	if len(invs) != 3 || invs[2].Status != 413 || invs[1].Status != 413 || invs[0].Status != 200 || invs[0].BytesIn != 1<<20 {
 		t.Fatalf("recorded %+v", invs)
