@@ -419,6 +419,13 @@ func (p *Proxy) stripPlatformTokens(h http.Header) {
 // directly: Get and Del would canonicalize the constant names every time.
 func modifyResponse(resp *http.Response) error {
 	h := resp.Header
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// ReverseProxy writes the 101 on the hijacked connection, past the
+		// recorder: the record takes the status from here.
+		if c := callOf(resp.Request.Context()); c != nil {
+			c.status = http.StatusSwitchingProtocols
+		}
+	}
 	if vs, ok := h[LogHeader]; ok {
 		if len(vs) > 0 && vs[0] != "" {
 			if c := callOf(resp.Request.Context()); c != nil {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/proxy"
 	"github.com/slessio/sless/store"
@@ -365,6 +367,45 @@ func TestProxyUpgrade(t *testing.T) {
 	buf := make([]byte, 4)
 	if _, err := io.ReadFull(br, buf); err != nil || string(buf) != "ping" {
 		t.Fatalf("echo %q %v", buf, err)
+	}
+}
+
+// TestProxyWebSocket: a real WebSocket handshake and messages both ways go
+// through to a function (golang.org/x/net/websocket on both ends), and the
+// upgrade is recorded as 101.
+func TestProxyWebSocket(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{})
+	f.upstream("ws", 30, websocket.Handler(func(ws *websocket.Conn) {
+		for {
+			var msg string
+			if err := websocket.Message.Receive(ws, &msg); err != nil {
+				return
+			}
+			if err := websocket.Message.Send(ws, "echo: "+msg); err != nil {
+				return
+			}
+		}
+	}))
+	wsURL := "ws" + strings.TrimPrefix(f.url, "http") + "/fn/" + f.ns + "/ws/chat"
+	ws, err := websocket.Dial(wsURL, "", f.url)
+	if err != nil {
+		t.Fatalf("dial %s: %v", wsURL, err)
+	}
+	defer ws.Close()
+	ws.SetDeadline(time.Now().Add(10 * time.Second))
+	for _, msg := range []string{"hello", strings.Repeat("big ", 32<<10), "bye"} {
+		if err := websocket.Message.Send(ws, msg); err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		if err := websocket.Message.Receive(ws, &got); err != nil || got != "echo: "+msg {
+			t.Fatalf("echo of a %d-byte message: %d bytes, %v", len(msg), len(got), err)
+		}
+	}
+	ws.Close()
+	if invs := f.waitInvocations("ws", 1); invs[0].Status != http.StatusSwitchingProtocols || invs[0].Path != "/chat" {
+		t.Fatalf("recorded %+v", invs[0])
 	}
 }
 
