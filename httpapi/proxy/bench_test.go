@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -33,17 +35,25 @@ import (
 //	go tool task bench:deps   # nginx and wrk from Debian packages
 //	go test ./httpapi/proxy -run '^$' -bench 'Invoke|ColdStart' -benchtime 1x -v
 //
-// BenchmarkInvoke: a trivial Go function on loopback, requested directly, through
-// the sless proxy (invocation log on, and off) and through nginx (when
-// installed). Each column gets a closed loop (max-rps, with p50/p99 latency at
-// that load, and the CPU time the target's processes spent per request) and
-// then open loops at half of the direct max rate (p50-at-half, p99-at-half)
-// and at 5,000 req/s (latency from the scheduled send time, so queueing
-// counts). The go-server column is a floor, not a proxy: a bare net/http
-// server in this process answering a constant, closed loop only — the least
-// CPU per request any proxy built on net/http can spend on its server side.
-// Set SLESS_BENCH_ONLY=sless (or nginx, sless-nolog, go-server) to measure one
-// column and direct.
+// BenchmarkInvoke: a trivial Go function on loopback, requested directly,
+// through the sless proxy (invocation log on, and off), through nginx (when
+// installed) and through stock httputil.ReverseProxy. Each column gets a
+// closed loop (max-rps, with p50/p99 latency at that load, and the CPU time
+// the target's processes spent per request) and then open loops at half of
+// the direct max rate (p50-at-half, p99-at-half) and at 5,000 req/s (latency
+// from the scheduled send time, so queueing counts), sent by a child process
+// (openLoopEnv).
+//
+// The reverseproxy column is the peers' core: httputil.ReverseProxy (Rewrite
+// with SetURL and SetXForwarded) in this process, no invocation log. The
+// go-server column is a floor, not a proxy: a bare net/http server in this
+// process answering a constant, closed loop only — the least CPU per request
+// any proxy built on net/http can spend on its server side. nginx runs one
+// worker with a buffered access_log, so that it, like sless, records every
+// request. The run ends with issue 18's table (targets against this run's
+// numbers, BenchmarkForward's allocations) as text and as Markdown for
+// BENCHMARKS.md. Set SLESS_BENCH_ONLY=sless (or nginx, sless-nolog,
+// reverseproxy, go-server) to measure one column and direct.
 
 const benchConcurrency = 32
 
@@ -163,6 +173,22 @@ func (ib *invokeBench) run(b *testing.B) error {
 	} else {
 		ib.results["nginx"] = &loadResult{name: "nginx", note: note}
 	}
+	// The peers' core: stock httputil.ReverseProxy (what faas-netes, faasd
+	// and most Go gateways forward with), Rewrite with SetURL and
+	// SetXForwarded, on the default transport; no invocation log.
+	// Its transport keeps idle connections as OpenFaaS's provider proxy
+	// does (MaxIdleConns and MaxIdleConnsPerHost 1024): the default keeps 2
+	// per host and would measure connection churn instead.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 1024
+	defer tr.CloseIdleConnections()
+	stock := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(live)
+		pr.Out.URL.Path = "/"
+		pr.SetXForwarded()
+	}, Transport: tr, ErrorLog: log.New(io.Discard, "", 0)})
+	defer stock.Close()
+	targets = append(targets, benchTarget{name: "reverseproxy", url: stock.URL + "/", open: true, pids: self, inProcess: true})
 	floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`"ok"`))
@@ -205,17 +231,21 @@ func (ib *invokeBench) run(b *testing.B) error {
 		}
 		r := ib.results[t.name]
 		r.rate = rate
-		r.halfP50, r.halfP99, r.errors = openLoop(t.url, rate, phase, r.errors)
-		r.lightP50, r.lightP99, r.errors = openLoop(t.url, lightRate, phase, r.errors)
+		if r.halfP50, r.halfP99, r.errors, err = openLoopProcess(t.url, rate, phase, r.errors); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		if r.lightP50, r.lightP99, r.errors, err = openLoopProcess(t.url, lightRate, phase, r.errors); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
 	}
-	ib.order = []string{"direct", "sless", "sless-nolog", "nginx", "go-server"}
+	ib.order = []string{"direct", "sless", "sless-nolog", "nginx", "reverseproxy", "go-server"}
 	if err := f.writer.Flush(context.Background()); err != nil {
 		return err
 	}
 	stats := f.writer.Stats()
-	b.Logf("invoke comparison, %d connections, %v per phase, closed loops from %s; open loops at %.0f req/s (half of direct's max) and %d req/s from this process; GOMAXPROCS %d",
+	b.Logf("invoke comparison, %d connections, %v per phase, closed loops from %s; open loops at %.0f req/s (half of direct's max) and %d req/s from a child process; GOMAXPROCS %d",
 		benchConcurrency, phase, loadgen, rate, lightRate, runtime.GOMAXPROCS(0))
-	b.Logf("%-11s %10s %9s %9s %9s %11s %11s %11s %11s %6s", "target", "max req/s", "p50", "p99", "CPU/req", "p50 @half", "p99 @half",
+	b.Logf("%-13s %10s %9s %9s %9s %11s %11s %11s %11s %6s", "target", "max req/s", "p50", "p99", "CPU/req", "p50 @half", "p99 @half",
 		fmt.Sprintf("p50 @%d", lightRate), fmt.Sprintf("p99 @%d", lightRate), "errors")
 	for _, name := range ib.order {
 		r := ib.results[name]
@@ -223,7 +253,7 @@ func (ib *invokeBench) run(b *testing.B) error {
 			continue
 		}
 		if r.note != "" {
-			b.Logf("%-11s %s", name, r.note)
+			b.Logf("%-13s %s", name, r.note)
 			continue
 		}
 		cpu := "-"
@@ -231,37 +261,87 @@ func (ib *invokeBench) run(b *testing.B) error {
 			cpu = r.cpu.Round(100 * time.Nanosecond).String()
 		}
 		if r.rate == 0 {
-			b.Logf("%-11s %10.0f %9v %9v %9s %11s %11s %11s %11s %6d", name, r.maxRPS, r.p50, r.p99, cpu, "-", "-", "-", "-", r.errors)
+			b.Logf("%-13s %10.0f %9v %9v %9s %11s %11s %11s %11s %6d", name, r.maxRPS, r.p50, r.p99, cpu, "-", "-", "-", "-", r.errors)
 			continue
 		}
-		b.Logf("%-11s %10.0f %9v %9v %9s %11v %11v %11v %11v %6d", name, r.maxRPS, r.p50, r.p99, cpu, r.halfP50, r.halfP99,
+		b.Logf("%-13s %10.0f %9v %9v %9s %11v %11v %11v %11v %6d", name, r.maxRPS, r.p50, r.p99, cpu, r.halfP50, r.halfP99,
 			r.lightP50, r.lightP99, r.errors)
 	}
-	ib.logTargets(b)
+	// BenchmarkForward's measure (testing.Benchmark cannot run inside a benchmark).
+	forward := forwardRig(b, f)
+	forward() // warm: the connection to the upstream
+	allocs := testing.AllocsPerRun(20000, forward)
+	ib.logTargets(b, int64(allocs+0.5))
 	b.Logf("invocation log: %d written, %d dropped, %d failed", stats.Written, stats.Dropped, stats.Failed)
 	return nil
 }
 
-// logTargets states the issue's targets against what was measured:
-// throughput at least nginx's, and p99 overhead over direct at most 1 ms at
-// half of direct's max rate.
-func (ib *invokeBench) logTargets(b *testing.B) {
-	s, d, n := ib.results["sless"], ib.results["direct"], ib.results["nginx"]
+// logTargets prints issue 18's table: each target against what this run
+// measured side by side, for sless, nginx and stock httputil.ReverseProxy,
+// once aligned for a terminal and once as Markdown (for BENCHMARKS.md).
+// allocs is the allocations per proxied request, as BenchmarkForward counts them.
+func (ib *invokeBench) logTargets(b *testing.B, allocs int64) {
+	s, d := ib.results["sless"], ib.results["direct"]
 	if s == nil || d == nil {
 		return
 	}
-	if n != nil && n.note == "" {
-		line := fmt.Sprintf("sless/nginx throughput %.2f (target ≥ 1)", s.maxRPS/n.maxRPS)
-		if s.cpu > 0 && n.cpu > 0 {
-			line += fmt.Sprintf("; CPU per request sless/nginx %.2f", float64(s.cpu)/float64(n.cpu))
+	n, rp := ib.results["nginx"], ib.results["reverseproxy"]
+	have := func(r *loadResult) bool { return r != nil && r.note == "" }
+	cpu := func(r *loadResult) string {
+		if !have(r) || r.cpu <= 0 {
+			return "-"
 		}
-		b.Log(line)
+		return fmt.Sprintf("%.1f µs", float64(r.cpu.Nanoseconds())/1000)
 	}
-	b.Logf("p99 overhead over direct at %.0f req/s (half of direct's max): %v (target ≤ 1ms); at %d req/s: %v",
-		s.rate, s.halfP99-d.halfP99, lightRate, s.lightP99-d.lightP99)
-	if g := ib.results["go-server"]; g != nil && g.cpu > 0 && n != nil && n.cpu > 0 {
-		b.Logf("floor: a bare net/http server answering a constant spends %v CPU per request, %.2f of what nginx spends to proxy one",
-			g.cpu.Round(100*time.Nanosecond), float64(g.cpu)/float64(n.cpu))
+	rps := func(r *loadResult) string {
+		if !have(r) {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f req/s", r.maxRPS)
+	}
+	added := func(r *loadResult) string {
+		if !have(r) || r.rate == 0 {
+			return "-"
+		}
+		return (r.lightP99 - d.lightP99).Round(10 * time.Microsecond).String()
+	}
+	verdict := func(ok bool, format string, args ...any) string {
+		if ok {
+			return "met (" + fmt.Sprintf(format, args...) + ")"
+		}
+		return "MISS (" + fmt.Sprintf(format, args...) + ")"
+	}
+	rows := [][6]string{}
+	cpuResult, rpsResult, p99Result := "no nginx in this run", "no nginx in this run", "-"
+	if have(n) && n.cpu > 0 && s.cpu > 0 {
+		ratio := float64(s.cpu) / float64(n.cpu)
+		cpuResult = verdict(ratio <= 1.25, "%.2f × nginx", ratio)
+	}
+	if have(n) {
+		ratio := s.maxRPS / n.maxRPS
+		rpsResult = verdict(ratio >= 1, "%.2f × nginx", ratio)
+		sAdded, nAdded := s.lightP99-d.lightP99, n.lightP99-d.lightP99
+		p99Result = verdict(sAdded <= time.Millisecond && sAdded <= nAdded, "%v vs nginx's %v",
+			sAdded.Round(10*time.Microsecond), nAdded.Round(10*time.Microsecond))
+	}
+	rows = append(rows,
+		[6]string{"CPU per proxied request", cpu(s), cpu(n), cpu(rp), "≤ 1.25 × nginx", cpuResult},
+		[6]string{"closed-loop throughput", rps(s), rps(n), rps(rp), "≥ nginx", rpsResult},
+		[6]string{fmt.Sprintf("p99 added at %d req/s", lightRate), added(s), added(n), added(rp), "≤ 1 ms and ≤ nginx's", p99Result},
+		[6]string{"allocations per proxied request", strconv.FormatInt(allocs, 10), "-", "-", "≤ 4", verdict(allocs <= 4, "BenchmarkForward")},
+	)
+	if g := ib.results["go-server"]; g != nil && g.cpu > 0 {
+		rows = append(rows, [6]string{"(floor: bare net/http answering a constant)", cpu(g), "", "", "", ""})
+	}
+	b.Logf("issue 18 targets: %d connections, one run side by side, invocation log on (sless), access_log buffered (nginx, 1 worker)", benchConcurrency)
+	b.Logf("%-44s %12s %12s %13s  %-22s %s", "metric", "sless", "nginx", "reverseproxy", "target", "result")
+	for _, r := range rows {
+		b.Logf("%-44s %12s %12s %13s  %-22s %s", r[0], r[1], r[2], r[3], r[4], r[5])
+	}
+	b.Log("| metric | sless | nginx | httputil.ReverseProxy | target | result |")
+	b.Log("|---|---|---|---|---|---|")
+	for _, r := range rows {
+		b.Logf("| %s | %s | %s | %s | %s | %s |", r[0], r[1], r[2], r[3], r[4], r[5])
 	}
 }
 
@@ -414,6 +494,43 @@ func closedLoop(url string, conns int, d time.Duration) *loadResult {
 
 // openLoop sends at a fixed rate for d, from a pool of senders, and measures
 // each request from its scheduled time.
+// openLoopEnv, set to "url rate seconds", makes the test binary an open-loop
+// load generator (TestMain): the load of the open loops comes from a process
+// of its own, like wrk's, so that it neither shares the Go runtime (its
+// scheduler, its garbage collections) with the in-process columns nor
+// inflates their latency.
+const openLoopEnv = "SLESS_BENCH_OPEN_LOOP"
+
+// openLoopProcess runs openLoop in a child process (see openLoopEnv).
+func openLoopProcess(url string, rate float64, d time.Duration, errs int) (p50, p99 time.Duration, failed int, err error) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %f %f", openLoopEnv, url, rate, d.Seconds()))
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, 0, errs, fmt.Errorf("open loop process: %w", err)
+	}
+	var p50us, p99us int64
+	var e int
+	if _, err := fmt.Sscan(string(out), &p50us, &p99us, &e); err != nil {
+		return 0, 0, errs, fmt.Errorf("open loop process said %q: %w", out, err)
+	}
+	return time.Duration(p50us) * time.Microsecond, time.Duration(p99us) * time.Microsecond, errs + e, nil
+}
+
+// openLoopChild is the child's side: it runs the loop spec describes and
+// prints "p50-µs p99-µs errors"; its exit code for TestMain.
+func openLoopChild(spec string) int {
+	var url string
+	var rate, seconds float64
+	if _, err := fmt.Sscan(spec, &url, &rate, &seconds); err != nil {
+		fmt.Fprintln(os.Stderr, "bad", openLoopEnv, spec, err)
+		return 2
+	}
+	p50, p99, errs := openLoop(url, rate, time.Duration(seconds*float64(time.Second)), 0)
+	fmt.Println(p50.Microseconds(), p99.Microseconds(), errs)
+	return 0
+}
+
 func openLoop(url string, rate float64, d time.Duration, errs int) (p50, p99 time.Duration, failed int) {
 	const senders = 256
 	n := int(rate * d.Seconds())
@@ -489,7 +606,7 @@ func startNginx(b *testing.B, upstream, location string) (string, int, func(), s
 	}
 	conf := fmt.Sprintf(`%s
 daemon off;
-worker_processes auto;
+worker_processes 1;
 pid %[2]s/nginx.pid;
 error_log %[2]s/error.log warn;
 events { worker_connections 4096; }

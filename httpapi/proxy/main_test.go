@@ -29,7 +29,12 @@ import (
 	"github.com/slessio/sless/workers"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(openLoopEnv); spec != "" { // a benchmark's load generator (bench_test.go)
+		os.Exit(openLoopChild(spec))
+	}
+	pgtest.Main(m)
+}
 
 // quiet is the logger of the parts under test; SLESS_TEST_LOG=1 shows it.
 func quiet() *slog.Logger {
