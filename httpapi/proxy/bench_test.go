@@ -53,7 +53,10 @@ import (
 // request. The run ends with issue 18's table (targets against this run's
 // numbers, BenchmarkForward's allocations) as text and as Markdown for
 // BENCHMARKS.md. Set SLESS_BENCH_ONLY=sless (or nginx, sless-nolog,
-// reverseproxy, go-server) to measure one column and direct.
+// reverseproxy, raw-forward, fasthttp, go-server) to measure one column and
+// direct. raw-forward and fasthttp are the spikes of issue 18's two means: a
+// forwarder of our own behind net/http, and fasthttp's server and client
+// (benchspike_test.go).
 
 const benchConcurrency = 32
 
@@ -189,6 +192,12 @@ func (ib *invokeBench) run(b *testing.B) error {
 	}, Transport: tr, ErrorLog: log.New(io.Discard, "", 0)})
 	defer stock.Close()
 	targets = append(targets, benchTarget{name: "reverseproxy", url: stock.URL + "/", open: true, pids: self, inProcess: true})
+	// The spike of a forwarder of our own (benchspike_test.go): what
+	// forwarding behind net/http's server costs at the least.
+	spike := httptest.NewServer(newRawForwarder(live.Host))
+	defer spike.Close()
+	targets = append(targets, benchTarget{name: "raw-forward", url: spike.URL + "/", open: true, pids: self, inProcess: true})
+	targets = append(targets, benchTarget{name: "fasthttp", url: fasthttpForwarder(b, live.Host), open: true, pids: self, inProcess: true})
 	floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`"ok"`))
@@ -238,7 +247,7 @@ func (ib *invokeBench) run(b *testing.B) error {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
 	}
-	ib.order = []string{"direct", "sless", "sless-nolog", "nginx", "reverseproxy", "go-server"}
+	ib.order = []string{"direct", "sless", "sless-nolog", "nginx", "reverseproxy", "raw-forward", "fasthttp", "go-server"}
 	if err := f.writer.Flush(context.Background()); err != nil {
 		return err
 	}
@@ -332,6 +341,14 @@ func (ib *invokeBench) logTargets(b *testing.B, allocs int64) {
 	)
 	if g := ib.results["go-server"]; g != nil && g.cpu > 0 {
 		rows = append(rows, [6]string{"(floor: bare net/http answering a constant)", cpu(g), "", "", "", ""})
+	}
+	if x := ib.results["raw-forward"]; have(x) && x.cpu > 0 && have(n) && n.cpu > 0 {
+		rows = append(rows, [6]string{"(spike: raw forwarder behind net/http, no log)", cpu(x), "", "",
+			"", fmt.Sprintf("%.2f × nginx, %.2f × nginx's throughput", float64(x.cpu)/float64(n.cpu), x.maxRPS/n.maxRPS)})
+	}
+	if x := ib.results["fasthttp"]; have(x) && x.cpu > 0 && have(n) && n.cpu > 0 {
+		rows = append(rows, [6]string{"(spike: fasthttp server + HostClient, no log)", cpu(x), "", "",
+			"", fmt.Sprintf("%.2f × nginx, %.2f × nginx's throughput", float64(x.cpu)/float64(n.cpu), x.maxRPS/n.maxRPS)})
 	}
 	b.Logf("issue 18 targets: %d connections, one run side by side, invocation log on (sless), access_log buffered (nginx, 1 worker)", benchConcurrency)
 	b.Logf("%-44s %12s %12s %13s  %-22s %s", "metric", "sless", "nginx", "reverseproxy", "target", "result")
