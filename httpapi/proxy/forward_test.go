@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -367,6 +368,79 @@ func TestProxyUpgrade(t *testing.T) {
 	buf := make([]byte, 4)
 	if _, err := io.ReadFull(br, buf); err != nil || string(buf) != "ping" {
 		t.Fatalf("echo %q %v", buf, err)
+	}
+}
+
+// TestProxyTrustedForwarding: behind a trusted load balancer, the chain it
+// sent goes on with the balancer's address appended, and its Proto (http or
+// https only) and Host are kept; the function's hop-by-hop response headers
+// (and those its Connection header names) never reach the caller.
+func TestProxyTrustedForwarding(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{cfg: func(c *proxy.Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")} }})
+	seen := make(chan http.Header, 4)
+	f.upstream("fw", 30, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+		w.Header().Set("Connection", "X-Hop")
+		w.Header().Set("X-Hop", "only for the next hop")
+		w.Header().Set("Proxy-Authenticate", "Basic")
+		w.Header().Set("X-Kept", "yes")
+		io.WriteString(w, "ok")
+	}))
+	req, _ := http.NewRequest(http.MethodGet, f.fnURL("fw", "/"), nil)
+	req.Header.Set("X-Forwarded-For", "203.0.113.7, 198.51.100.2")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	req.Header.Set("X-Forwarded-Host", "app.example")
+	a := f.do(req)
+	h := <-seen
+	switch {
+	case a.status != 200:
+		t.Fatalf("status %d %s", a.status, a.body)
+	case h.Get("X-Forwarded-For") != "203.0.113.7, 198.51.100.2, 127.0.0.1":
+		t.Fatalf("X-Forwarded-For %q: the trusted chain must go on", h.Values("X-Forwarded-For"))
+	case h.Get("X-Forwarded-Proto") != "https" || h.Get("X-Forwarded-Host") != "app.example":
+		t.Fatalf("Proto %q, Host %q: a trusted balancer's are kept", h.Get("X-Forwarded-Proto"), h.Get("X-Forwarded-Host"))
+	case a.header.Get("X-Hop") != "" || a.header.Get("Proxy-Authenticate") != "" || a.header.Get("X-Kept") != "yes":
+		t.Fatalf("response headers %v: hop-by-hop ones must stop at the proxy, the others pass", a.header)
+	}
+	req, _ = http.NewRequest(http.MethodGet, f.fnURL("fw", "/"), nil)
+	req.Header.Set("X-Forwarded-Proto", "gopher")
+	f.do(req)
+	if h := <-seen; h.Get("X-Forwarded-Proto") != "http" {
+		t.Fatalf("X-Forwarded-Proto %q: only http or https is taken from a balancer", h.Get("X-Forwarded-Proto"))
+	}
+}
+
+// TestProxyTimeoutDuringResponse: a function that answers and then stalls
+// past its timeout has its response cut, and the record says why.
+func TestProxyTimeoutDuringResponse(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{})
+	f.upstream("slowbody", 1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "partial ")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done(): // the proxy gave up on it
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	start := time.Now()
+	resp, err := f.client.Get(f.fnURL("slowbody", "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil || string(body) != "partial " {
+		t.Fatalf("a response cut by the timeout read as %q, %v", body, err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("cut after %v, the timeout is 1s", took)
+	}
+	inv := f.waitInvocations("slowbody", 1)[0]
+	if !strings.Contains(inv.Error, "while sending the response") {
+		t.Fatalf("recorded %+v", inv)
 	}
 }
 
