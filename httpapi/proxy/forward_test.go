@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -442,6 +443,72 @@ func TestProxyTimeoutDuringResponse(t *testing.T) {
 	if !strings.Contains(inv.Error, "while sending the response") {
 		t.Fatalf("recorded %+v", inv)
 	}
+}
+
+// TestProxyLargeUploadMemory: a 100 MiB upload goes through the proxy —
+// streamed with a Content-Length, spooled to disk when chunked — holding a
+// few MiB of the proxy's memory, not the body. Not parallel: the heap it
+// samples is the process's, and parallel tests wait while it runs.
+func TestProxyLargeUploadMemory(t *testing.T) {
+	const size = 100 << 20
+	f := setup(t, options{cfg: func(c *proxy.Config) { c.MaxBodyBytes = 128 << 20 }})
+	got := make(chan int64, 2)
+	f.upstream("big", 60, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		got <- n
+	}))
+	for _, chunked := range []bool{false, true} {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		base := ms.HeapInuse
+		var peak atomic.Uint64
+		stop := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			for {
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				if ms.HeapInuse > peak.Load() {
+					peak.Store(ms.HeapInuse)
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
+		var body io.Reader = io.LimitReader(zeros{}, size)
+		if chunked {
+			body = io.MultiReader(body) // hides the length: the client sends it chunked
+		}
+		req, _ := http.NewRequest(http.MethodPost, f.fnURL("big", "/"), body)
+		if !chunked {
+			req.ContentLength = size
+		}
+		a := f.do(req)
+		close(stop)
+		<-sampled
+		if a.status != 200 {
+			t.Fatalf("chunked %v: %d %s", chunked, a.status, a.body)
+		}
+		if n := <-got; n != size {
+			t.Fatalf("chunked %v: the function read %d bytes, want %d", chunked, n, size)
+		}
+		if grew := int64(peak.Load()) - int64(base); grew > 16<<20 {
+			t.Fatalf("chunked %v: the heap grew by %d MiB during a %d MiB upload", chunked, grew>>20, size>>20)
+		}
+	}
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 // TestProxyWebSocket: a real WebSocket handshake and messages both ways go
