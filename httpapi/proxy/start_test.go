@@ -94,6 +94,37 @@ func TestStartWaitIsBoundedByTimeout(t *testing.T) {
 	}
 }
 
+// TestStartWaitQueueIsBounded: while a function starts, at most MaxWaiting
+// requests are held; the next one gets 503 with Retry-After at once, and
+// the held ones are served when the start ends.
+func TestStartWaitQueueIsBounded(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{cfg: func(c *proxy.Config) { c.MaxWaiting = 3 }})
+	f.build("queue", pySpec, pyEcho)
+	f.waitRoute("queue", func(st proxy.RouteState) bool { return st.Phase == domain.PhaseReady && st.HTTPEnabled })
+	hold := make(chan struct{})
+	f.scaler.hold.Store(&hold)
+
+	held := make(chan answer, 3)
+	for range 3 {
+		go func() { held <- f.get("queue", "/") }()
+	}
+	f.waitRoute("queue", func(st proxy.RouteState) bool { return st.Waiting == 3 })
+	start := time.Now()
+	a := f.get("queue", "/")
+	wantError(t, a, 503, domain.EUNAVAILABLE, "too many requests are waiting")
+	if a.header.Get("Retry-After") == "" || time.Since(start) > 2*time.Second {
+		t.Fatalf("the fourth request: Retry-After %q after %v; want a prompt 503 with it", a.header.Get("Retry-After"), time.Since(start))
+	}
+	close(hold)
+	for range 3 {
+		decodeEcho(t, <-held)
+	}
+	if n := f.scaler.wakes.Load(); n != 1 {
+		t.Fatalf("%d starts, want 1", n)
+	}
+}
+
 // TestStartFailureStaysPrivate: a function whose start fails with a
 // traceback naming paths of the host answers a stranger only that it failed
 // to start (or, once its rollout failed, its phase); the traceback is in the
