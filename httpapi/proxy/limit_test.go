@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,5 +176,44 @@ func TestRefusedBytesIn(t *testing.T) {
 		if inv := f.invocationOf("off", a); inv.BytesIn != c.want {
 			t.Fatalf("%d bytes (chunked %v) recorded as %d bytes in, want %d", c.size, c.chunked, inv.BytesIn, c.want)
 		}
+	}
+}
+
+// TestMaxConnsPerFunction: the proxy opens at most MaxConnsPerFunction
+// connections to one function process; more concurrent requests queue for
+// them and are all served.
+func TestMaxConnsPerFunction(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{cfg: func(c *proxy.Config) { c.MaxConnsPerFunction = 2 }})
+	var now, peak atomic.Int64
+	var conns sync.Map
+	f.upstream("conns", 30, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conns.Store(r.RemoteAddr, true)
+		n := now.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		now.Add(-1)
+		io.WriteString(w, "ok")
+	}))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if a := f.get("conns", "/"); a.status != 200 {
+				t.Errorf("%d %s", a.status, a.body)
+			}
+		}()
+	}
+	wg.Wait()
+	distinct := 0
+	conns.Range(func(any, any) bool { distinct++; return true })
+	if p := peak.Load(); p > 2 || distinct > 2 {
+		t.Fatalf("the function saw %d requests at once over %d connections; the limit is 2", p, distinct)
 	}
 }
