@@ -460,3 +460,34 @@ func TestConsoleShutdownEndsLiveStreams(t *testing.T) {
 		t.Fatalf("the stream did not end cleanly: %v", err)
 	}
 }
+
+func TestConsoleSourceViewer(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	c.createFunction("src")
+	big := strings.Repeat("def not_highlighted(): pass\n", 12000) // 336 KiB: shown plain
+	c.upload("src", mustZip(t, zipEntry{name: "handler.py", data: "def handle(event):\n    return '<b>'\n"},
+		zipEntry{name: "big.py", data: big}, zipEntry{name: "logo.png", data: "\x89PNG\r\n\x1a\n\x00\x00"})).want(202)
+	b := newBrowser(t, f)
+	b.signIn(c.token)
+	page := "/console/" + c.ns + "/functions/src"
+
+	_, body := b.page(page) // the entrypoint's file by default, highlighted, escaped
+	if !strings.Contains(body, `id="source-name">handler.py<`) || !strings.Contains(body, `<span class="k">def</span>`) ||
+		!strings.Contains(body, "&#39;&lt;b&gt;&#39;") {
+		t.Fatalf("handler.py:\n%s", body)
+	}
+	_, body = b.page(page + "?file=big.py")
+	if !strings.Contains(body, "· plaintext") || strings.Contains(body, `<span class="k">def</span>`) || strings.Count(body, `class="line"`) != 12000 {
+		t.Fatalf("a large file: plaintext %v, %d lines", strings.Contains(body, "· plaintext"), strings.Count(body, `class="line"`))
+	}
+	if _, body = b.page(page + "?file=logo.png"); !strings.Contains(body, `id="binary"`) {
+		t.Fatal("a binary file is not shown as such")
+	}
+	for _, q := range []string{"?file=nothing.py", "?version=7", "?version=x"} {
+		if status, _ := b.page(page + q); status != http.StatusBadRequest {
+			t.Fatalf("%s: %d", q, status)
+		}
+	}
+}

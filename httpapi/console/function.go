@@ -213,9 +213,11 @@ func (c *Console) sourceView(r *http.Request, f domain.Function, versions []doma
 		return sv, nil
 	}
 	sv.Language = highlight.Language(sf.Name, sf.Content)
-	if len(sf.Content) > maxHighlighted {
+	if len(sf.Content) > maxHighlighted { // plain lines: no lexer runs over it
 		sv.Language = "plaintext"
-		sv.Lines = highlight.Lines("", sf.Content)
+		for _, l := range strings.Split(strings.TrimSuffix(sf.Content, "\n"), "\n") {
+			sv.Lines = append(sv.Lines, highlight.Line{{Text: l}})
+		}
 		return sv, nil
 	}
 	sv.Lines = highlight.Lines(sf.Name, sf.Content)
