@@ -113,7 +113,9 @@ func TestRestartsAKilledServer(t *testing.T) {
 func TestGivesUpWhenTheServerCannotRestart(t *testing.T) {
 	t.Parallel()
 	skipWithoutBinaries(t)
-	const restartTimeout = 2 * time.Second
+	// Long enough for the failing server to start and say why on a loaded
+	// machine (2 s was not, once, under the whole test run).
+	const restartTimeout = 10 * time.Second
 	c, logs := supervised(t, restartTimeout)
 	// A data directory that no server can open any more.
 	if err := os.WriteFile(filepath.Join(c.DataDir(), "PG_VERSION"), []byte("1\n"), 0o600); err != nil {
@@ -128,7 +130,7 @@ func TestGivesUpWhenTheServerCannotRestart(t *testing.T) {
 	}
 	t.Logf("gave up %s after kill -9", time.Since(killedAt).Round(time.Millisecond))
 	err := c.Err()
-	if err == nil || !strings.Contains(err.Error(), "could not be restarted within 2s") {
+	if err == nil || !strings.Contains(err.Error(), "could not be restarted within 10s") {
 		t.Fatalf("Err() = %v, want a report of the failed restart", err)
 	}
 	if !strings.Contains(err.Error(), "PG_VERSION") && !strings.Contains(err.Error(), "incompatible") {
