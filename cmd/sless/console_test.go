@@ -47,7 +47,8 @@ func helloV(t *testing.T, n string) []byte {
 // refused, XSS payloads inert, CSRF and the API refusing the cookie, the
 // operator's namespace list and River UI.
 //
-// SLESS_SCREENSHOTS=dir saves the README's screenshots there.
+// SLESS_SCREENSHOTS=dir (an absolute path: the test runs in cmd/sless) saves
+// the README's screenshots there.
 func TestConsoleInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end in a browser")
