@@ -215,9 +215,7 @@ func (c *Console) sourceView(r *http.Request, f domain.Function, versions []doma
 	sv.Language = highlight.Language(sf.Name, sf.Content)
 	if len(sf.Content) > maxHighlighted { // plain lines: no lexer runs over it
 		sv.Language = "plaintext"
-		for _, l := range strings.Split(strings.TrimSuffix(sf.Content, "\n"), "\n") {
-			sv.Lines = append(sv.Lines, highlight.Line{{Text: l}})
-		}
+		sv.Lines = highlight.PlainLines(sf.Content)
 		return sv, nil
 	}
 	sv.Lines = highlight.Lines(sf.Name, sf.Content)

@@ -89,7 +89,6 @@ func parsePages() map[string]*template.Template {
 		"asset":  assetURL,
 		"plural": listing.Plural,
 		"when":   when,
-		"ago":    ago,
 		"ms":     millis,
 		"add":    func(a, b int) int { return a + b },
 		"phase":  phaseClass,
@@ -146,23 +145,6 @@ func when(t time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05") + " UTC"
-}
-
-// ago is a short relative time ("3m ago").
-func ago(t time.Time) string {
-	if t.IsZero() {
-		return "never"
-	}
-	d := time.Since(t)
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
 // millis formats a duration in milliseconds.

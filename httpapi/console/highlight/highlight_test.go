@@ -173,7 +173,7 @@ func TestLinesCRLF(t *testing.T) {
 
 	for _, lines := range [][]Line{
 		Lines("main.py", "a = 1\r\nb = 2\r\n"),
-		plainLines("a = 1\r\nb = 2\r\n"),
+		PlainLines("a = 1\r\nb = 2\r\n"),
 	} {
 		if got, want := joinLines(lines), "a = 1\nb = 2"; got != want {
 			t.Errorf("got %q, want %q", got, want)
@@ -185,11 +185,11 @@ func TestPlainLinesMatchesLines(t *testing.T) {
 	t.Parallel()
 
 	for _, source := range []string{"\n", "a", "a\n", "a\n\nb\n\n"} {
-		if got, want := joinLines(plainLines(source)), joinLines(Lines("x.txt", source)); got != want {
-			t.Errorf("plainLines(%q) = %q, Lines gives %q", source, got, want)
+		if got, want := joinLines(PlainLines(source)), joinLines(Lines("x.txt", source)); got != want {
+			t.Errorf("PlainLines(%q) = %q, Lines gives %q", source, got, want)
 		}
-		if got, want := len(plainLines(source)), len(Lines("x.txt", source)); got != want {
-			t.Errorf("plainLines(%q): %d lines, Lines gives %d", source, got, want)
+		if got, want := len(PlainLines(source)), len(Lines("x.txt", source)); got != want {
+			t.Errorf("PlainLines(%q): %d lines, Lines gives %d", source, got, want)
 		}
 	}
 }

@@ -35,12 +35,12 @@ func Lines(filename, source string) (lines []Line) {
 	// on some internal errors; a source view must degrade, not crash.
 	defer func() {
 		if recover() != nil {
-			lines = plainLines(source)
+			lines = PlainLines(source)
 		}
 	}()
 	it, err := chroma.Coalesce(lexerFor(filename, source)).Tokenise(tokeniseOptions, source)
 	if err != nil {
-		return plainLines(source)
+		return PlainLines(source)
 	}
 	split := chroma.SplitTokensIntoLines(it.Tokens())
 	lines = make([]Line, 0, len(split))
@@ -100,9 +100,9 @@ func class(t chroma.TokenType) string {
 	}
 }
 
-// plainLines splits source into unhighlighted lines with the same line
-// ending rules as the lexers.
-func plainLines(source string) []Line {
+// PlainLines splits source into unhighlighted lines with the same line
+// ending rules as Lines: for a file too large to run a lexer over.
+func PlainLines(source string) []Line {
 	source = strings.ReplaceAll(source, "\r\n", "\n")
 	source = strings.ReplaceAll(source, "\r", "\n")
 	source = strings.TrimSuffix(source, "\n")
