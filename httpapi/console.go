@@ -47,12 +47,8 @@ func (s *Server) textListing(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.listing(c.Request().Context(), ns, fs)
-	if err != nil {
-		return err
-	}
 	c.Response().Header().Add(echo.HeaderVary, "Accept")
-	return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, page.Text())
+	return s.renderListing(c, ns, fs, formatText)
 }
 
 // authenticateOperator admits a Bearer token or, for the River UI's own
