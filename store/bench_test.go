@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -173,4 +174,82 @@ func firingByStreams(b *testing.B, s *store.Store) int {
 		}
 	}
 	return n
+}
+
+// typicalInvocation is a record as the proxy makes one for a request.
+func typicalInvocation(i int) store.Invocation {
+	return store.Invocation{Namespace: "sless-0123456789abcdef", Function: "hello", Version: 3,
+		Method: "GET", Path: fmt.Sprintf("/fn/sless-0123456789abcdef/hello/api/items?id=%d", i), Status: 200,
+		Duration: 1200 * time.Microsecond, BytesIn: 128, BytesOut: 2048, StartedAt: time.Now()}
+}
+
+// BenchmarkInvocationWriterCopy measures what the proxy's process spends to
+// store a batch of typical records: Record of each, then Flush. A busy proxy
+// writes batches of 512 and more; a quiet one, a few records every
+// FlushInterval. It reports the CPU time of this process (user and system,
+// so the writer's goroutines and the driver's count, the server's not) per
+// record, and the wall time per batch; allocs/op are per batch.
+//
+//	go test ./store -run '^$' -bench InvocationWriterCopy -benchtime 200x
+func BenchmarkInvocationWriterCopy(b *testing.B) {
+	for _, batch := range []int{16, 512} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			ctx := context.Background()
+			s := store.New(pgtest.NewDB(b), nil)
+			w := s.NewInvocationWriter(store.InvocationWriterOptions{BatchSize: batch, FlushInterval: time.Hour})
+			defer w.Close(ctx)
+			invs := make([]store.Invocation, batch)
+			for i := range invs {
+				invs[i] = typicalInvocation(i)
+			}
+			if err := w.Flush(ctx); err != nil { // the partitions are made
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			cpu0, t0 := processCPU(b), time.Now()
+			for b.Loop() {
+				for _, inv := range invs {
+					w.Record(inv)
+				}
+				if err := w.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu, wall := processCPU(b)-cpu0, time.Since(t0)
+			if st := w.Stats(); st.Failed != 0 || st.Dropped != 0 {
+				b.Fatalf("stats %+v", st)
+			}
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*batch), "cpu-ns/record")
+			b.ReportMetric(float64(wall.Microseconds())/float64(b.N), "µs/batch")
+		})
+	}
+}
+
+// BenchmarkInvocationWriterEncode measures the writer's COPY encoding of a
+// batch of 512 typical records into its reused buffer, without a database.
+//
+//	go test ./store -run '^$' -bench InvocationWriterEncode
+func BenchmarkInvocationWriterEncode(b *testing.B) {
+	invs := make([]store.Invocation, 512)
+	for i := range invs {
+		invs[i] = typicalInvocation(i)
+		invs[i].ID = store.NewInvocationID(invs[i].StartedAt)
+	}
+	buf := store.EncodeInvocationCopy(nil, invs)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		buf = store.EncodeInvocationCopy(buf, invs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(invs)), "ns/record")
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

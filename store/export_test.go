@@ -7,3 +7,10 @@ const (
 	InvocationHistogramSQL = invocationHistogramSQL
 	InvocationMarkSQL      = invocationMarkSQL
 )
+
+// EncodeInvocationCopy is the writer's COPY encoding of invs, into buf.
+func EncodeInvocationCopy(buf []byte, invs []Invocation) []byte {
+	e := copyEncoder{buf: buf}
+	e.invocations(invs)
+	return e.buf
+}

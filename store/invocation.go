@@ -145,7 +145,7 @@ type InvocationPage struct {
 const invocationColumns = `id, namespace, function, version, trigger_kind, method, path, status, duration_us,
 	cold_start, bytes_in, bytes_out, error, log, started_at, ended_at`
 
-// invocationCopyColumns are the columns the writer copies, in Values order.
+// invocationCopyColumns are the columns the writer copies, in the order copyEncoder.invocations writes them.
 var invocationCopyColumns = []string{"id", "namespace", "function", "version", "trigger_kind", "method", "path", "status",
 	"duration_us", "cold_start", "bytes_in", "bytes_out", "error", "log", "started_at", "ended_at"}
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -8,9 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/slessio/sless/domain"
 )
@@ -25,6 +24,7 @@ const (
 	invocationDropLogInterval  = 10 * time.Second
 	invocationPartitionsBehind = 1 // days of partitions made at start, besides today
 	invocationPartitionsAhead  = 2
+	invocationCopyBufferKept   = 4 << 20 // bytes of COPY stream kept for the next batch
 )
 
 // InvocationWriterOptions tunes an InvocationWriter; zero values take the defaults.
@@ -78,6 +78,8 @@ type InvocationWriter struct {
 
 	days  map[time.Time]bool // partitions known to exist; owned by run
 	spare []Invocation       // the batch slice of run, swapped with pending
+	enc   copyEncoder        // the COPY stream of the batch being written; owned by run
+	copyR bytes.Reader       // reads enc's buffer to the connection
 }
 
 // NewInvocationWriter starts a writer of s's invocation log. Stop it with Close.
@@ -250,10 +252,16 @@ func (w *InvocationWriter) write(batch []Invocation) {
 			w.ensureDays(d, d)
 		}
 	}
+	w.enc.invocations(batch)
+	defer func() { // a batch of long logs may need a large buffer once; the next ones should not hold it
+		if cap(w.enc.buf) > invocationCopyBufferKept {
+			w.enc.buf = nil
+		}
+	}()
 	var err error
 	for attempt := 1; attempt <= invocationWriteAttempts; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), invocationWriteTimeout)
-		_, err = w.s.pool.CopyFrom(ctx, pgx.Identifier{"invocations"}, invocationCopyColumns, &invocationRows{invs: batch})
+		err = w.copy(ctx)
 		cancel()
 		if err == nil {
 			w.written.Add(uint64(len(batch)))
@@ -287,22 +295,15 @@ func (w *InvocationWriter) ensureDays(from, to time.Time) {
 	}
 }
 
-// invocationRows feeds a batch to COPY. Values reuses one slice: CopyFrom
-// encodes a row before it asks for the next.
-type invocationRows struct {
-	invs []Invocation
-	i    int
-	vals []any
+// copy sends the encoded batch with one COPY.
+func (w *InvocationWriter) copy(ctx context.Context) error {
+	conn, err := w.s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	w.copyR.Reset(w.enc.buf)
+	defer w.copyR.Reset(nil)
+	_, err = conn.Conn().PgConn().CopyFrom(ctx, &w.copyR, invocationCopySQL)
+	return err
 }
-
-func (r *invocationRows) Next() bool { r.i++; return r.i <= len(r.invs) }
-
-func (r *invocationRows) Values() ([]any, error) {
-	inv := &r.invs[r.i-1]
-	r.vals = append(r.vals[:0], pgtype.UUID{Bytes: inv.ID, Valid: true}, inv.Namespace, inv.Function, int32(inv.Version), string(inv.Trigger),
-		inv.Method, inv.Path, int32(inv.Status), inv.Duration.Microseconds(), inv.ColdStart, inv.BytesIn, inv.BytesOut,
-		inv.Error, inv.Log, inv.StartedAt, inv.EndedAt)
-	return r.vals, nil
-}
-
-func (r *invocationRows) Err() error { return nil }
