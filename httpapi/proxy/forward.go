@@ -1,15 +1,12 @@
 package proxy
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
@@ -43,41 +40,38 @@ const (
 // after it and applies too; the full slice expression makes that append copy.
 var documentSandbox = []string{"sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads allow-popups-to-escape-sandbox"}[:1:1]
 
-// call is one proxied request on its way: what Rewrite, ModifyResponse, the
-// transport and ErrorHandler need, and what becomes the invocation record.
-// Once the request is forwarded it is also the request's context (the
-// caller's, with the function's timeout), which finds the call by
-// callKey{} without a context.WithValue per request.
+// call is one proxied request on its way: what the forwarder needs, and
+// what becomes the invocation record. Calls are pooled: a request keeps
+// none of them once it is recorded.
 type call struct {
-	context.Context // the caller's, with the function's timeout; nil until forwarded
-	e               *entry
-	id              uuid.UUID
-	idText          string // id.String(), in both directions
-	target          *url.URL
-	path            string // the path below the function, escaped as received
-	prefix          string
-	timeout         int
-	cold            bool
-	body            *body
-	bytesIn         int64 // of a request refused before forwarding
-	status          int
-	errText         string
-	log             string // X-Sless-Log as received (base64)
+	rec      recorder
+	e        *entry
+	id       uuid.UUID
+	idText   string // id.String(), in both directions
+	target   *url.URL
+	path     string // the path below the function, escaped as received
+	prefix   string
+	timeout  int
+	deadline time.Time // of the exchange with the function: its timeout
+	cold     bool
+	src      io.Reader // the body to send (the client's, or its spool); nil: none
+	bodyLen  int64
+	chunked  bool // the body came chunked, and goes on so
+	bytesIn  int64
+	status   int
+	errText  string
+	log      string // X-Sless-Log as received (base64)
 }
 
-type callKey struct{}
+var calls = sync.Pool{New: func() any { return new(call) }}
 
-func callOf(ctx context.Context) *call {
-	c, _ := ctx.Value(callKey{}).(*call)
-	return c
-}
-
-// Value makes the call its own context value.
-func (c *call) Value(key any) any {
-	if key == (callKey{}) {
-		return c
+// Read reads the body to send, marking the client's errors as such.
+func (c *call) Read(p []byte) (int, error) {
+	n, err := c.src.Read(p)
+	if err != nil && err != io.EOF {
+		err = &bodyReadError{err}
 	}
-	return c.Context.Value(key)
+	return n, err
 }
 
 // ServeHTTP proxies /fn/{ns}/{name}[/sub/path] to the function's active
@@ -110,11 +104,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			domain.Errorf(domain.ENOTFOUND, "no function %q with an http trigger in namespace %q", k.name, k.ns))
 		return
 	}
-	c := &call{e: e, id: store.NewInvocationID(start), path: sub, prefix: e.prefix, timeout: cfg.TimeoutSec}
+	c := calls.Get().(*call)
+	c.e, c.id, c.path, c.prefix, c.timeout = e, store.NewInvocationID(start), sub, e.prefix, cfg.TimeoutSec
 	c.idText = c.id.String()
-	rec := &recorder{ResponseWriter: w}
-	rec.Header()[InvocationHeader] = []string{c.idText} // canonical already
-	rec.Header()["Content-Security-Policy"] = documentSandbox
+	rec := &c.rec
+	rec.ResponseWriter = w
+	h := w.Header()
+	h[InvocationHeader] = []string{c.idText} // canonical already
+	h["Content-Security-Policy"] = documentSandbox
 	defer p.finish(rec, r, c, cfg, start)
 
 	switch {
@@ -138,7 +135,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			domain.Errorf(domain.ERATELIMITED, "function %q is serving its limit of %d requests at once", k.name, limit))
 		return
 	}
-	if chunked(r) { // read whole before anything is woken or sent
+	switch {
+	case chunked(r): // read whole before anything is woken or sent
 		sp, err := spoolBody(r.Body, p.cfg.MaxBodyBytes)
 		if err != nil {
 			if errors.Is(err, errBodyTooLarge) {
@@ -152,7 +150,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer sp.Close()
-		r.Body = sp
+		if sp.n > 0 {
+			c.src, c.bodyLen, c.chunked = sp, sp.n, true
+		}
+	case r.ContentLength > 0:
+		c.src, c.bodyLen = r.Body, r.ContentLength
 	}
 	ctx := r.Context()
 	timeout := time.Duration(cfg.TimeoutSec) * time.Second
@@ -173,17 +175,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.metrics.inflight.Add(1)
 	defer p.metrics.inflight.Add(-1)
-	c.target = target
-
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
-	defer cancel()
-	c.Context = ctx
-	out := r.WithContext(c)
-	if r.Body != nil && r.Body != http.NoBody {
-		c.body = &body{r: r.Body, limit: p.cfg.MaxBodyBytes}
-		out.Body = c.body
-	}
-	p.rp.ServeHTTP(rec, out)
+	c.target, c.deadline = target, time.Now().Add(timeout)
+	p.forward(rec, r, c)
 }
 
 // startable reports whether a function without an endpoint may be started
@@ -227,7 +220,7 @@ func (p *Proxy) refusedBody(r *http.Request) int64 {
 const statusClientGone = 499
 
 // finish records the invocation and its metrics, also when the response was
-// aborted half-way (ReverseProxy panics with http.ErrAbortHandler).
+// cut (the forwarder panics with http.ErrAbortHandler), and gives c back.
 func (p *Proxy) finish(rec *recorder, r *http.Request, c *call, cfg *routeCfg, start time.Time) {
 	aborted := recover()
 	d := time.Since(start)
@@ -236,14 +229,7 @@ func (p *Proxy) finish(rec *recorder, r *http.Request, c *call, cfg *routeCfg, s
 		status = rec.status
 	}
 	if aborted != nil && c.errText == "" {
-		switch {
-		case c.Context != nil && errors.Is(context.Cause(c.Context), errTimeout):
-			c.errText = timeoutError(c.timeout).Error() + " (while sending the response)"
-		case r.Context().Err() != nil:
-			c.errText = "the client went away during the response"
-		default:
-			c.errText = "the response was cut off"
-		}
+		c.errText = "the response was cut off"
 	}
 	if status == 0 {
 		status = http.StatusOK
@@ -253,14 +239,11 @@ func (p *Proxy) finish(rec *recorder, r *http.Request, c *call, cfg *routeCfg, s
 	}
 	inv := store.Invocation{ID: c.id, Namespace: c.e.key.ns, Function: c.e.key.name, Version: cfg.ActiveVersion,
 		Trigger: store.InvocationHTTP, Method: r.Method, Path: c.path, Status: status, Duration: d,
-		ColdStart: c.cold, Error: c.errText, Log: decodeLog(c.log), StartedAt: start, BytesOut: rec.bytes}
-	if c.body != nil {
-		inv.BytesIn = c.body.n
-	} else {
-		inv.BytesIn = c.bytesIn
-	}
+		ColdStart: c.cold, Error: c.errText, Log: decodeLog(c.log), StartedAt: start, BytesIn: c.bytesIn, BytesOut: rec.bytes}
 	p.metrics.observe(c.e.m, store.InvocationHTTP, status, d)
 	p.record(inv)
+	*c = call{}
+	calls.Put(c)
 	if aborted != nil {
 		panic(aborted)
 	}
@@ -289,14 +272,18 @@ func splitPath(escaped string) (fnKey, string, error) {
 		return fnKey{}, "", domain.Errorf(domain.EINVALID, "function paths look like %s{namespace}/{function}/...", Prefix)
 	}
 	ns, rest, _ := strings.Cut(rest, "/")
-	name, sub, _ := strings.Cut(rest, "/")
+	name, _, _ := strings.Cut(rest, "/")
 	if !domain.IsNamespace(ns) {
 		return fnKey{}, "", domain.Errorf(domain.EINVALID, "%q is not a namespace", ns)
 	}
 	if !domain.IsName(name) {
 		return fnKey{}, "", domain.Errorf(domain.EINVALID, "%q is not a function name", name)
 	}
-	return fnKey{ns, name}, "/" + sub, nil
+	sub := rest[len(name):] // escaped, as received
+	if sub == "" {
+		sub = "/"
+	}
+	return fnKey{ns, name}, sub, nil
 }
 
 // notReady is the 503 of a function that cannot serve: its phase, for the
@@ -343,114 +330,19 @@ func tooLarge(limit int64) error {
 	return domain.Errorf(domain.ETOOLARGE, "the request body is larger than %d bytes", limit)
 }
 
-// newReverseProxy builds the one ReverseProxy all requests share.
-func (p *Proxy) newReverseProxy() *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		Rewrite:        p.rewrite,
-		Transport:      &wakeTransport{p: p, base: p.up},
-		ModifyResponse: modifyResponse,
-		ErrorHandler:   p.upstreamError,
-		BufferPool:     bufferPool{},
-	}
-}
-
-// rewrite points the outgoing request at the function: its endpoint, the
-// path below /fn/{ns}/{name} (escaped as received), the query as it is, and
-// X-Forwarded-* from the connection (the client's only from trusted proxies).
-// ReverseProxy has already removed hop-by-hop headers and the client's
-// Forwarded and X-Forwarded-* headers; Content-Length and the body pass.
-func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
-	c := callOf(pr.In.Context())
-	out := pr.Out
-	out.URL.Scheme, out.URL.Host, out.URL.User = c.target.Scheme, c.target.Host, nil
-	out.URL.RawPath = c.path
-	if path, err := url.PathUnescape(c.path); err == nil {
-		out.URL.Path = path
-	} else {
-		out.URL.Path, out.URL.RawPath = c.path, ""
-	}
-	out.Host = ""
-	in := pr.In.Header
-	trusted := p.trusted(pr.In.RemoteAddr)
-	if trusted {
-		if xff := in.Values("X-Forwarded-For"); len(xff) > 0 {
-			out.Header["X-Forwarded-For"] = append([]string(nil), xff...)
-		}
-	}
-	pr.SetXForwarded()
-	if trusted {
-		if v := in.Get("X-Forwarded-Proto"); v == "http" || v == "https" {
-			out.Header.Set("X-Forwarded-Proto", v)
-		}
-		if v := in.Get("X-Forwarded-Host"); v != "" {
-			out.Header.Set("X-Forwarded-Host", v)
-		}
-	}
-	if p.cfg.PlatformToken != nil {
-		p.stripPlatformTokens(out.Header)
-	}
-	out.Header[PrefixHeader] = []string{c.prefix} // both canonical already
-	out.Header[InvocationHeader] = []string{c.idText}
-}
-
-// stripPlatformTokens removes the Authorization values that are tokens of
-// the sless API: the function has no use for them, and with one it could act
-// on the platform as its caller. Any other Authorization is the function's.
-func (p *Proxy) stripPlatformTokens(h http.Header) {
-	vs, ok := h["Authorization"]
-	if !ok {
-		return
-	}
-	var kept []string
-	for _, v := range vs {
-		if !p.cfg.PlatformToken(v) {
-			kept = append(kept, v)
-		}
-	}
-	if len(kept) == 0 {
-		delete(h, "Authorization")
-		return
-	}
-	h["Authorization"] = kept
-}
-
-// modifyResponse takes the runtime's log out of the response.
-// The header map of a parsed response has canonical keys, so it is indexed
-// directly: Get and Del would canonicalize the constant names every time.
-func modifyResponse(resp *http.Response) error {
-	h := resp.Header
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		// ReverseProxy writes the 101 on the hijacked connection, past the
-		// recorder: the record takes the status from here.
-		if c := callOf(resp.Request.Context()); c != nil {
-			c.status = http.StatusSwitchingProtocols
-		}
-	}
-	if vs, ok := h[LogHeader]; ok {
-		if len(vs) > 0 && vs[0] != "" {
-			if c := callOf(resp.Request.Context()); c != nil {
-				c.log = vs[0]
-			}
-		}
-		delete(h, LogHeader)
-	}
-	delete(h, InvocationHeader) // ours is set already
-	return nil
-}
-
 // upstreamError answers a request the function did not: 504 past its
-// timeout, 413 for a streamed body over the limit, nothing to a caller who
-// left, 502 otherwise.
-func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
-	c := callOf(r.Context())
-	var mbe *http.MaxBytesError
+// timeout, nothing to a caller who left (or whose body could not be read),
+// 502 otherwise.
+func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, c *call, err error) {
+	var bre *bodyReadError
 	switch {
-	case errors.Is(context.Cause(r.Context()), errTimeout):
+	case c.timedOut(err):
 		p.fail(w, c, "timeout", domain.Errorf(domain.ETIMEOUT, "%v", timeoutError(c.timeout)))
-	case errors.As(err, &mbe) || c.body != nil && c.body.n > c.body.limit:
-		p.fail(w, c, "too_large", tooLarge(p.cfg.MaxBodyBytes))
 	case r.Context().Err() != nil:
 		c.status, c.errText = statusClientGone, "the client went away"
+		p.metrics.proxyErrors.WithLabelValues("client_gone").Inc()
+	case errors.As(err, &bre):
+		c.status, c.errText = statusClientGone, "the request body could not be read: "+bre.error.Error()
 		p.metrics.proxyErrors.WithLabelValues("client_gone").Inc()
 	default:
 		p.log.Warn("function did not answer", "function", c.e.key.String(), "error", err)
@@ -513,73 +405,12 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// body counts what the function reads of the request body, stops it at the
-// limit (*http.MaxBytesError), and ignores Close: the transport closes a
-// body it could not send, and a request retried after a dial failure needs it.
-type body struct {
-	r       io.ReadCloser
-	n       int64
-	limit   int64
-	touched bool
+// flush sends what the response has so far to the client.
+func (r *recorder) flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
-
-func (b *body) Read(p []byte) (int, error) {
-	b.touched = true
-	if b.n > b.limit {
-		return 0, &http.MaxBytesError{Limit: b.limit}
-	}
-	if room := b.limit + 1 - b.n; int64(len(p)) > room {
-		p = p[:room]
-	}
-	n, err := b.r.Read(p)
-	b.n += int64(n)
-	if b.n > b.limit {
-		return n, &http.MaxBytesError{Limit: b.limit}
-	}
-	return n, err
-}
-
-func (b *body) Close() error { return nil }
-
-// wakeTransport retries, once, a request whose connection could not even be
-// made (nothing was sent): the function was stopped or restarted behind the
-// proxy's back, so it is woken like a cold start first.
-type wakeTransport struct {
-	p    *Proxy
-	base http.RoundTripper
-}
-
-func (t *wakeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(req)
-	c := callOf(req.Context())
-	var op *net.OpError
-	if err == nil || c == nil || t.p.cfg.Scaler == nil || !errors.As(err, &op) || op.Op != "dial" ||
-		c.body != nil && c.body.touched || req.Context().Err() != nil {
-		return resp, err
-	}
-	t.p.log.Info("function endpoint refused a connection; starting it again", "function", c.e.key.String(), "endpoint", req.URL.Host)
-	u, werr := t.p.rewake(req.Context(), c.e, req.URL.Host)
-	if werr != nil {
-		return nil, err
-	}
-	c.cold, c.target = true, u
-	retry := req.Clone(req.Context())
-	retry.URL.Scheme, retry.URL.Host = u.Scheme, u.Host
-	if c.body != nil && req.Body != nil {
-		// ReverseProxy's wrapper of the body reads as closed now that the
-		// transport closed it; the untouched body underneath is still whole.
-		retry.Body = c.body
-	}
-	return t.base.RoundTrip(retry)
-}
-
-// bufferPool lends ReverseProxy its 32 KiB copy buffers.
-type bufferPool struct{}
-
-var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-func (bufferPool) Get() []byte  { return *(buffers.Get().(*[]byte)) }
-func (bufferPool) Put(b []byte) { buffers.Put(&b) }
 
 // errTimeout is the cause of a request context that ran out of the function's timeout.
 var errTimeout = errors.New("function timeout")

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/netip"
 	"sync"
 	"time"
@@ -100,7 +99,6 @@ type Proxy struct {
 	cfg     Config
 	log     *slog.Logger
 	routes  table
-	rp      *httputil.ReverseProxy
 	up      *upstream
 	metrics *metrics
 	clients *clientLimiter // nil without Config.ClientRate
@@ -149,7 +147,6 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.ClientRate > 0 {
 		p.clients = newClientLimiter(cfg.ClientRate, cfg.ClientBurst)
 	}
-	p.rp = p.newReverseProxy()
 	return p, nil
 }
 
