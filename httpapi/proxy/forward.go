@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,12 @@ type call struct {
 	status   int
 	errText  string
 	log      string // X-Sless-Log as received (base64)
+
+	// During the exchange: the connection, the client's context, and the
+	// end of watching it (nil while not watched; see await).
+	up      *upConn
+	ctx     context.Context
+	unwatch func() bool
 }
 
 var calls = sync.Pool{New: func() any { return new(call) }}

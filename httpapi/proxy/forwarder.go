@@ -116,11 +116,12 @@ func (p *Proxy) rewakeFor(ctx context.Context, c *call) bool {
 // to w when w.status is still 0).
 func (p *Proxy) exchange(w *recorder, r *http.Request, c *call, pc *upConn) (reuse bool, err error) {
 	_ = pc.c.SetDeadline(c.deadline)
-	stop := context.AfterFunc(r.Context(), func() { _ = pc.c.SetDeadline(aLongTimeAgo) })
+	c.up, c.ctx = pc, r.Context()
 	defer func() {
-		if !stop() { // the client left: the connection's deadline is spent
+		if c.unwatch != nil && !c.unwatch() { // the client left: the connection's deadline is spent
 			reuse = false
 		}
+		c.up, c.ctx, c.unwatch = nil, nil, nil
 	}()
 	p.writeHead(pc.bw, r, c)
 	var wrote chan error // the body writer's outcome, when it runs apart
@@ -134,6 +135,7 @@ func (p *Proxy) exchange(w *recorder, r *http.Request, c *call, pc *upConn) (reu
 			return false, err
 		}
 	default:
+		c.watch() // from the start: the writer's past deadline must stay
 		wrote = make(chan error, 1)
 		go func() {
 			err := c.sendBody(pc.bw)
@@ -362,11 +364,11 @@ func (p *Proxy) answer(w *recorder, r *http.Request, c *call, pc *upConn) (bool,
 	}
 	switch {
 	case hd.chunked:
-		err = copyChunked(w, pc.br)
+		err = c.copyChunked(w)
 	case hd.length >= 0:
-		err = copyN(w, pc.br, hd.length)
+		err = c.copyN(w, hd.length)
 	default: // until the function closes the connection
-		err = copyN(w, pc.br, -1)
+		err = c.copyN(w, -1)
 		if err == io.EOF {
 			return false, nil
 		}
@@ -378,7 +380,7 @@ func (p *Proxy) answer(w *recorder, r *http.Request, c *call, pc *upConn) (bool,
 // informational ones (but not 101), its header lines into pc.seen.
 func readHead(pc *upConn, c *call) (respHead, error) {
 	// A connection closed before any byte must read as plain EOF (stale).
-	if _, err := pc.br.Peek(1); err != nil {
+	if err := c.await(); err != nil {
 		return respHead{}, err
 	}
 	for {
@@ -524,11 +526,12 @@ func (s *headerCache) add(k, v []byte) headerLine {
 
 // copyN copies n bytes of a response body (n < 0: until end of file, which
 // it returns) from br to w, flushing w whenever the function pauses.
-func copyN(w *recorder, br *bufio.Reader, n int64) error {
+func (c *call) copyN(w *recorder, n int64) error {
+	br := c.up.br
 	for n != 0 {
 		if br.Buffered() == 0 {
 			w.flush()
-			if _, err := br.Peek(1); err != nil {
+			if err := c.await(); err != nil {
 				if n > 0 {
 					return unexpected(err)
 				}
@@ -553,10 +556,14 @@ func copyN(w *recorder, br *bufio.Reader, n int64) error {
 
 // copyChunked copies a chunked response body from br to w, and its
 // trailers, which the server sends as its own.
-func copyChunked(w *recorder, br *bufio.Reader) error {
+func (c *call) copyChunked(w *recorder) error {
+	br := c.up.br
 	for {
 		if br.Buffered() == 0 {
 			w.flush() // the function pauses: the client gets what came so far
+			if err := c.await(); err != nil {
+				return unexpected(err)
+			}
 		}
 		line, err := br.ReadSlice('\n')
 		if err != nil {
@@ -573,7 +580,7 @@ func copyChunked(w *recorder, br *bufio.Reader) error {
 		if size == 0 {
 			return readTrailers(w, br)
 		}
-		if err := copyN(w, br, int64(size)); err != nil {
+		if err := c.copyN(w, int64(size)); err != nil {
 			return err
 		}
 		if line, err = br.ReadSlice('\n'); err != nil || len(trimEOL(line)) != 0 {
@@ -640,6 +647,43 @@ func (p *Proxy) upgrade(w *recorder, r *http.Request, c *call, pc *upConn) error
 	_ = conn.SetDeadline(aLongTimeAgo)
 	<-done
 	return nil
+}
+
+// quickAnswer is how long the forwarder waits for a function's bytes before
+// it watches for the client leaving: most requests are answered sooner, and
+// the watch (context.AfterFunc) would cost a request more than the rest of
+// the exchange allocates.
+const quickAnswer = 20 * time.Millisecond
+
+// await waits for the function's next bytes on c.up, until c's deadline or
+// the client leaving (watched once the wait is longer than quickAnswer).
+func (c *call) await() error {
+	br := c.up.br
+	if br.Buffered() > 0 {
+		return nil
+	}
+	if c.unwatch == nil {
+		if quick := time.Now().Add(quickAnswer); quick.Before(c.deadline) {
+			_ = c.up.c.SetReadDeadline(quick)
+			_, err := br.Peek(1)
+			_ = c.up.c.SetReadDeadline(c.deadline)
+			if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+				return err
+			}
+		}
+		c.watch()
+	}
+	_, err := br.Peek(1)
+	return err
+}
+
+// watch makes the client leaving end the exchange: a past deadline on the
+// connection unblocks any read or write on it.
+func (c *call) watch() {
+	if c.unwatch == nil {
+		conn := c.up.c
+		c.unwatch = context.AfterFunc(c.ctx, func() { _ = conn.SetDeadline(aLongTimeAgo) })
+	}
 }
 
 // cut ends a response the function did not finish, or the client did not
