@@ -23,23 +23,25 @@
 //
 // # Forwarding
 //
-// One httputil.ReverseProxy with Rewrite, over the proxy's own HTTP/1.1
-// client for function processes (upstream.go: request written and response
-// read on the handler's goroutine, keep-alive connections per endpoint, at
-// most MaxConnsPerFunction open — a Python process holds a thread per
-// connection): the method, the path below
-// /fn/{ns}/{name} (escaped as received; the prefix goes in
-// X-Forwarded-Prefix), the query, the body with its Content-Length (or
-// chunked as received) and the user's headers pass intact — Authorization
-// and cookies included: they belong to the function, which may do its own
-// auth. The one exception is a token of the sless API itself
-// (Config.PlatformToken says which): it is removed, so a function cannot
-// act on the platform as its caller; this path never needs one.
+// A forwarder of the proxy's own (forwarder.go), on its own pool of
+// keep-alive connections per endpoint (upstream.go; at most
+// MaxConnsPerFunction open — a Python process holds a thread per
+// connection): the request head is written straight from the incoming
+// request and the response head parsed on the handler's goroutine, with no
+// request clone, no per-request context and no goroutine per connection.
+// The method, the path below /fn/{ns}/{name} (escaped as received; the
+// prefix goes in X-Forwarded-Prefix), the query, the body with its
+// Content-Length (or chunked, as received) and the user's headers pass
+// intact — Authorization and cookies included: they belong to the
+// function, which may do its own auth. The one exception is a token of the
+// sless API itself (Config.PlatformToken says which): it is removed, so a
+// function cannot act on the platform as its caller; this path never needs
+// one.
 // Hop-by-hop headers (and those named in Connection) are removed both ways.
 // X-Forwarded-For/-Proto/-Host are set from the connection; the client's are
 // dropped unless the peer is in TrustedProxies. Redirects go back to the
-// caller; responses without a length (chunked, event streams) are flushed as
-// they arrive. The runtime's X-Sless-Log header is taken out of the response
+// caller; a response body is flushed to the caller whenever the function
+// pauses (chunked, event streams, long polls). The runtime's X-Sless-Log header is taken out of the response
 // and stored with the invocation; X-Sless-Invocation-Id names the record in
 // the request to the function and in the response.
 //

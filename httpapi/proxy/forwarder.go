@@ -348,7 +348,11 @@ func (p *Proxy) answer(w *recorder, r *http.Request, c *call, pc *upConn) (bool,
 	hdr := w.Header()
 	vals := make([]string, len(pc.seen.lines))
 	for i, l := range pc.seen.lines {
-		if !passResponseHeader(l.key) || listed(pc.seen.connection, l.key) || hd.chunked && l.key == "Content-Length" {
+		switch {
+		case l.key == "Trailer" && hd.chunked:
+			// Passed on: announced trailers make the server send the
+			// response chunked, with them at its end (copyChunked).
+		case !passResponseHeader(l.key) || listed(pc.seen.connection, l.key) || hd.chunked && l.key == "Content-Length":
 			continue
 		}
 		vals[i] = l.val
