@@ -412,11 +412,10 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// flush sends what the response has so far to the client.
+// flush sends what the response has so far to the client, through any
+// wrapper of the server's writer that can unwrap.
 func (r *recorder) flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	_ = http.NewResponseController(r.ResponseWriter).Flush()
 }
 
 // errTimeout is the cause of a request context that ran out of the function's timeout.
