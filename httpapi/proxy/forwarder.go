@@ -10,8 +10,9 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // The forwarder: an HTTP/1.1 exchange with a function process written and
@@ -214,10 +215,10 @@ func (p *Proxy) writeHead(bw *bufio.Writer, r *http.Request, c *call) {
 			writeHeader(bw, k, v)
 		}
 	}
-	if hasToken(r.Header["Te"], "trailers") {
+	if httpguts.HeaderValuesContainsToken(r.Header["Te"], "trailers") {
 		bw.WriteString("Te: trailers\r\n")
 	}
-	if up := r.Header.Get("Upgrade"); up != "" && hasToken(connection, "upgrade") {
+	if up := r.Header.Get("Upgrade"); up != "" && httpguts.HeaderValuesContainsToken(connection, "upgrade") {
 		bw.WriteString("Connection: Upgrade\r\n")
 		writeHeader(bw, "Upgrade", up)
 	}
@@ -293,11 +294,13 @@ func passRequestHeader(k string) bool {
 
 // passResponseHeader reports whether a header of the function goes on to
 // the client: not hop-by-hop, not the framing (the server frames the
-// response itself), not the proxy's own.
+// response itself), not the proxy's own. Trailer passes (RFC 9110 makes it
+// end to end): announced trailers make the server send the response
+// chunked, with them at its end (copyChunked).
 func passResponseHeader(k string) bool {
 	switch k {
 	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te",
-		"Trailer", "Transfer-Encoding", "Upgrade", LogHeader, InvocationHeader:
+		"Transfer-Encoding", "Upgrade", LogHeader, InvocationHeader:
 		return false
 	}
 	return true
@@ -305,21 +308,7 @@ func passResponseHeader(k string) bool {
 
 // listed reports whether the header k is named by a Connection header.
 func listed(connection []string, k string) bool {
-	return len(connection) > 0 && hasToken(connection, k)
-}
-
-// hasToken reports whether a comma-separated header holds token (any case).
-func hasToken(values []string, token string) bool {
-	for _, v := range values {
-		for v != "" {
-			var t string
-			t, v, _ = strings.Cut(v, ",")
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
+	return len(connection) > 0 && httpguts.HeaderValuesContainsToken(connection, k)
 }
 
 // respHead is what the forwarder needs of a response head.
@@ -348,11 +337,7 @@ func (p *Proxy) answer(w *recorder, r *http.Request, c *call, pc *upConn) (bool,
 	hdr := w.Header()
 	vals := make([]string, len(pc.seen.lines))
 	for i, l := range pc.seen.lines {
-		switch {
-		case l.key == "Trailer" && hd.chunked:
-			// Passed on: announced trailers make the server send the
-			// response chunked, with them at its end (copyChunked).
-		case !passResponseHeader(l.key) || listed(pc.seen.connection, l.key) || hd.chunked && l.key == "Content-Length":
+		if !passResponseHeader(l.key) || listed(pc.seen.connection, l.key) || hd.chunked && l.key == "Content-Length" {
 			continue
 		}
 		vals[i] = l.val
@@ -432,10 +417,13 @@ func readOneHead(pc *upConn, c *call) (respHead, error) {
 			break
 		}
 		k, v, ok := bytes.Cut(line, []byte{':'})
-		if !ok || len(k) == 0 || !validToken(k) {
-			return hd, errBadResponse // also obs-fold, and space before the colon
+		if !ok {
+			return hd, errBadResponse
 		}
 		l := s.add(k, bytes.TrimSpace(v))
+		if !httpguts.ValidHeaderFieldName(l.raw) {
+			return hd, errBadResponse // also obs-fold, and space before the colon
+		}
 		switch l.key {
 		case "Content-Length":
 			n, err := strconv.ParseInt(l.val, 10, 64)
@@ -444,11 +432,11 @@ func readOneHead(pc *upConn, c *call) (respHead, error) {
 			}
 			hd.length = n
 		case "Transfer-Encoding":
-			hd.chunked = hasToken([]string{l.val}, "chunked")
+			hd.chunked = httpguts.HeaderValuesContainsToken([]string{l.val}, "chunked")
 		case "Connection":
 			s.connection = append(s.connection, l.val)
-			hd.close = hd.close || hasToken([]string{l.val}, "close")
-			keepAlive = keepAlive || hasToken([]string{l.val}, "keep-alive")
+			hd.close = hd.close || httpguts.HeaderValuesContainsToken([]string{l.val}, "close")
+			keepAlive = keepAlive || httpguts.HeaderValuesContainsToken([]string{l.val}, "keep-alive")
 		case LogHeader:
 			if hd.status >= 200 && c.log == "" {
 				c.log = l.val
@@ -475,16 +463,6 @@ func unexpected(err error) error {
 func trimEOL(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte{'\n'})
 	return bytes.TrimSuffix(b, []byte{'\r'})
-}
-
-// validToken reports whether b is a header field name (RFC 9110 token).
-func validToken(b []byte) bool {
-	for _, ch := range b {
-		if ch <= ' ' || ch >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, ch) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // headerCache holds the header lines of the last response read on a
@@ -604,7 +582,7 @@ func readTrailers(w *recorder, br *bufio.Reader) error {
 			return nil
 		}
 		k, v, ok := bytes.Cut(line, []byte{':'})
-		if !ok || !validToken(k) {
+		if !ok || !httpguts.ValidHeaderFieldName(string(k)) {
 			return errBadResponse
 		}
 		key := http.CanonicalHeaderKey(string(k))
