@@ -209,3 +209,32 @@ func TestProxyReusesConnections(t *testing.T) {
 		t.Fatalf("20 sequential requests came on %d connections", len(peers))
 	}
 }
+
+// TestProxyClientLeavesDuringUpload: a client that sends part of the body
+// it announced and leaves is recorded as gone (499), and the function never
+// sees the cut request.
+func TestProxyClientLeavesDuringUpload(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{})
+	var seen sync.Map
+	f.upstream("upload", 10, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		seen.Store(len(b), err)
+	}))
+	u, _ := url.Parse(f.url)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST /fn/%s/upload/ HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n%s", f.ns, strings.Repeat("b", 10))
+	time.Sleep(100 * time.Millisecond) // the proxy is reading the body
+	conn.Close()
+	inv := f.waitInvocations("upload", 1)
+	if len(inv) != 1 || inv[0].Status != 499 {
+		t.Fatalf("recorded %+v", inv)
+	}
+	seen.Range(func(n, err any) bool {
+		t.Errorf("the function saw a request with %v bytes of body (%v)", n, err)
+		return true
+	})
+}
