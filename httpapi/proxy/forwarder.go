@@ -78,7 +78,7 @@ func (p *Proxy) forward(w *recorder, r *http.Request, c *call) {
 			pc.c.Close()
 			if w.status != 0 {
 				<-h.sem
-				p.cut(r, c, err)
+				c.cut(r, err)
 			}
 			if reused && c.src == nil && ctx.Err() == nil && stale(r.Method, err) {
 				pc, reused = nil, false // a keep-alive connection the function had closed: once more on a new one
@@ -332,7 +332,7 @@ func (p *Proxy) answer(w *recorder, r *http.Request, c *call, pc *upConn) (bool,
 		return false, err
 	}
 	if hd.status == http.StatusSwitchingProtocols {
-		return false, p.upgrade(w, r, c, pc)
+		return false, c.upgrade(w, pc)
 	}
 	hdr := w.Header()
 	vals := make([]string, len(pc.seen.lines))
@@ -600,7 +600,7 @@ func (e *clientWriteError) Unwrap() error { return e.error }
 // upgrade finishes a 101 Switching Protocols: the client's connection is
 // taken from the server, the head passed on, and bytes copied both ways
 // until either side closes (or the function's timeout).
-func (p *Proxy) upgrade(w *recorder, r *http.Request, c *call, pc *upConn) error {
+func (c *call) upgrade(w *recorder, pc *upConn) error {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err != nil {
 		return err
@@ -671,7 +671,7 @@ func (c *call) watch() {
 // cut ends a response the function did not finish, or the client did not
 // take: the client must see it broken, not complete, so the handler aborts
 // (http.ErrAbortHandler), and finish records why.
-func (p *Proxy) cut(r *http.Request, c *call, err error) {
+func (c *call) cut(r *http.Request, err error) {
 	var cw *clientWriteError
 	switch {
 	case !time.Now().Before(c.deadline):
