@@ -1,0 +1,237 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/slessio/sless/domain"
+)
+
+// rmdirTimeout bounds the retries of an rmdir that fails with EBUSY: the
+// kernel counts a killed process in its group until it has fully exited.
+const rmdirTimeout = 2 * time.Second
+
+// Options configures New.
+type Options struct {
+	// Name is sless's parent group, e.g. "sless-<8 hex of the data dir>",
+	// created below this process's own group in each hierarchy. New and
+	// Close remove every group below it: one platform per Name.
+	Name string
+}
+
+// Hierarchy is where sless makes groups: its parent group in the unified
+// hierarchy (v2) or in each v1 hierarchy it uses. It is safe for concurrent use.
+type Hierarchy struct {
+	host    host
+	name    string
+	version int      // 1 or 2
+	parents []parent // v2: one
+	moved   string   // v2: the leaf New moved this process into, "" if none
+}
+
+// parent is sless's parent group in one hierarchy.
+type parent struct {
+	dir         string   // its directory
+	controllers []string // the controllers sless uses there
+}
+
+// New finds where groups can be made, removes what a previous run with the
+// same Name left (it kills their processes), and creates the parent group.
+// It prefers cgroup v2 with the memory and pids controllers, then v1 with
+// memory and pids hierarchies (cpu and freezer when mounted). It returns
+// EINVALID for a bad Name and EUNAVAILABLE, with the reason, when no group
+// can be made: not root and nothing delegated, controllers missing, a
+// read-only cgroup file system, not Linux.
+func New(opts Options) (*Hierarchy, error) {
+	sys, err := newHost()
+	if err != nil {
+		return nil, err
+	}
+	return open(sys, opts)
+}
+
+// open is New on a given host.
+func open(sys host, opts Options) (*Hierarchy, error) {
+	if err := checkName(opts.Name); err != nil {
+		return nil, domain.Errorf(domain.EINVALID, "cgroup: Options.Name: %v", err)
+	}
+	mountinfo, err := sys.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "no cgroup: %v", err)
+	}
+	self, err := sys.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "no cgroup: %v", err)
+	}
+	mounts, own := parseMountinfo(mountinfo), parseProcCgroup(self)
+	h := &Hierarchy{host: sys, name: opts.Name}
+	if why2 := h.placeV2(mounts, own); why2 != nil {
+		*h = Hierarchy{host: sys, name: opts.Name}
+		if why1 := h.placeV1(mounts, own); why1 != nil {
+			return nil, domain.Errorf(domain.EUNAVAILABLE, "no cgroup: v2: %v; v1: %v", why2, why1)
+		}
+	}
+	if err := h.removeAll(); err != nil {
+		return nil, fmt.Errorf("remove the cgroups a previous run left: %w", err)
+	}
+	return h, nil
+}
+
+// Describe says which cgroup version and controllers are in use and where,
+// for logs and /readyz.
+func (h *Hierarchy) Describe() string {
+	var where []string
+	for _, p := range h.parents {
+		where = append(where, strings.Join(p.controllers, ", ")+" at "+p.dir)
+	}
+	s := fmt.Sprintf("cgroup v%d: %s", h.version, strings.Join(where, "; "))
+	if h.moved != "" {
+		s += " (this process moved to " + h.moved + ")"
+	}
+	return s
+}
+
+// Create makes the group name (path-safe and unique: the caller's) with
+// limits l. It returns EINVALID for a bad name or limits and ECONFLICT when
+// the group exists.
+func (h *Hierarchy) Create(name string, l Limits) (*Group, error) {
+	if err := checkName(name); err != nil {
+		return nil, domain.Errorf(domain.EINVALID, "create cgroup %q: %v", name, err)
+	}
+	if err := l.check(); err != nil {
+		return nil, domain.Errorf(domain.EINVALID, "create cgroup %s: %v", name, err)
+	}
+	g := h.group(name)
+	for i, dir := range g.dirs {
+		if err := h.host.Mkdir(dir); err != nil {
+			for _, made := range g.dirs[:i] {
+				_ = h.host.Rmdir(made)
+			}
+			if errors.Is(err, fs.ErrExist) {
+				return nil, domain.Errorf(domain.ECONFLICT, "create cgroup %s: it exists", name)
+			}
+			return nil, fmt.Errorf("create cgroup %s: %w", name, err)
+		}
+	}
+	if err := g.limit(l); err != nil {
+		_ = g.Remove()
+		return nil, fmt.Errorf("create cgroup %s: %w", name, err)
+	}
+	return g, nil
+}
+
+// Close removes every group left (killing their processes) and the parent.
+// A v2 leaf New moved this process into stays: this process lives there.
+func (h *Hierarchy) Close() error {
+	err := h.removeAll()
+	for _, p := range h.parents {
+		err = errors.Join(err, h.rmdir(p.dir))
+	}
+	if err != nil {
+		return fmt.Errorf("close cgroup %s: %w", h.name, err)
+	}
+	return nil
+}
+
+// removeAll removes every group below the parent.
+func (h *Hierarchy) removeAll() error {
+	var names []string
+	for _, p := range h.parents {
+		subs, err := h.host.Subdirs(p.dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		for _, s := range subs {
+			if !slices.Contains(names, s) {
+				names = append(names, s)
+			}
+		}
+	}
+	sort.Strings(names)
+	var err error
+	for _, name := range names {
+		err = errors.Join(err, h.group(name).Remove())
+	}
+	return err
+}
+
+// group is the Group name, made or not.
+func (h *Hierarchy) group(name string) *Group {
+	g := &Group{h: h, name: name}
+	for _, p := range h.parents {
+		g.dirs = append(g.dirs, path.Join(p.dir, name))
+	}
+	return g
+}
+
+// rmdir removes the group dir and the groups below it, retrying while the
+// kernel still counts exiting processes in them; a missing dir is no error.
+func (h *Hierarchy) rmdir(dir string) error {
+	subs, err := h.host.Subdirs(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for _, s := range subs {
+		if err := h.rmdir(path.Join(dir, s)); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(rmdirTimeout)
+	for {
+		err := h.host.Rmdir(dir)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// words returns the space-separated words of a file (cgroup.controllers).
+func (h *Hierarchy) words(file string) ([]string, error) {
+	data, err := h.host.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(data)), nil
+}
+
+// pids returns the processes of the group dir (cgroup.procs).
+func (h *Hierarchy) pids(dir string) ([]int, error) {
+	data, err := h.host.ReadFile(path.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("read %s/cgroup.procs: %q is no pid", dir, f)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
+}
+
+// checkName says what is wrong with a group name, if anything.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty")
+	case name == "." || name == "..", len(name) > 255, strings.ContainsAny(name, "/\x00\n"):
+		return fmt.Errorf("%q is not a directory name", name)
+	case name == selfLeaf:
+		return fmt.Errorf("%q is the platform's own group", name)
+	}
+	return nil
+}
