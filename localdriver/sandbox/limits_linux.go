@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -30,4 +31,21 @@ func setLimits(pid int, memory, nproc uint64) error {
 		return unix.Prlimit(pid, unix.RLIMIT_NPROC, &unix.Rlimit{Cur: nproc, Max: nproc}, nil)
 	}
 	return nil
+}
+
+// keepOwnDescriptors marks every descriptor of this process above stderr
+// close-on-exec, so that a sandbox gets no descriptor the platform itself
+// inherited (a terminal, a socket of whatever started it): only 0-2 and the
+// files it is given (Spec.ExtraFiles, which exec places without the flag).
+// Go opens its own descriptors close-on-exec already.
+func keepOwnDescriptors() {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return
+	}
+	entries, _ := os.ReadDir("/proc/self/fd") // before Linux 5.11
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
 }

@@ -11,3 +11,6 @@ func supported() error {
 
 // setLimits does nothing: prlimit(2) on another process is Linux only.
 func setLimits(int, uint64, uint64) error { return nil }
+
+// keepOwnDescriptors does nothing: there are no sandboxes here.
+func keepOwnDescriptors() {}

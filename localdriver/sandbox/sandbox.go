@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +14,9 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/localdriver/sandbox/cgroup"
+	"github.com/slessio/sless/localdriver/sandbox/egress"
+	"github.com/slessio/sless/localdriver/sandbox/seccomp"
 )
 
 // Mode is how function processes are isolated.
@@ -43,38 +48,49 @@ const HomeDir = "/home/sless"
 
 // Options configures New.
 type Options struct {
-	// Dir keeps the sandbox's state: the tenants' uids (uids.json), their
-	// passwd/group files and their homes. Required.
+	// Dir keeps the sandbox's state: its uid range (uid-range), the tenants'
+	// uids (uids.json), their passwd/group files and their homes. Required.
 	Dir string
 	// Insecure selects ModeNone: no sandbox at all.
 	Insecure bool
-	// UIDBase is the first tenant uid when running as root (DefaultUIDBase).
+	// UIDBase is the lowest tenant uid when running as root (DefaultUIDBase).
 	UIDBase int
+	// Registry is the host-wide file that gives each Dir its own range of
+	// uids (DefaultRegistry), so that two platforms on one machine never give
+	// their tenants the same uid.
+	Registry string
 	// MaxProcs is RLIMIT_NPROC of sandboxed processes (DefaultMaxProcs): as
 	// root it bounds all processes and threads of a tenant, otherwise those
 	// of one sandbox.
 	MaxProcs int
 	// TmpBytes is the size of /tmp and of /dev/shm in a sandbox (DefaultTmpBytes).
 	TmpBytes int64
+	// Allow is the operator's egress allow-list (SLESS_EGRESS_ALLOW), opened
+	// to functions (egress.ParseAllow).
+	Allow []egress.Rule
 }
 
 // Sandbox makes sandboxed commands. It is safe for concurrent use.
 type Sandbox struct {
-	opts    Options
-	mode    Mode
-	root    bool // privileged bwrap, then setpriv and unshare (see the package doc)
-	bwrap   string
-	setpriv string
-	unshare string
-	fixed   []string // the bwrap arguments every sandbox shares
-	made    []string // directories fixed creates, so Spec binds do not make them again
-	uids    *uidTable
+	opts      Options
+	mode      Mode
+	root      bool // privileged bwrap, then setpriv (see the package doc)
+	bwrap     string
+	setpriv   string
+	fixed     []string // the bwrap arguments every sandbox shares
+	made      []string // directories fixed creates, so Spec binds do not make them again
+	uids      *uidTable
+	net       *egress.Network
+	filter    []byte            // the seccomp filter (seccomp.Filter)
+	groups    *cgroup.Hierarchy // nil when no cgroup can be made: groupsWhy
+	groupsWhy string
 }
 
 // New returns a Sandbox, after checking that one can be made here by running
 // a program in it. It returns EINVALID without a Dir and EUNAVAILABLE, with
 // the reason and what to install, when no sandbox can be made (unless
-// Options.Insecure).
+// Options.Insecure). Without cgroups (a normal user without a delegated
+// subtree) it still works, with per-process limits only: CgroupsWhy says so.
 func New(opts Options) (*Sandbox, error) {
 	if opts.Dir == "" {
 		return nil, domain.Errorf(domain.EINVALID, "sandbox: Options.Dir is required")
@@ -86,6 +102,9 @@ func New(opts Options) (*Sandbox, error) {
 	opts.Dir = dir
 	if opts.UIDBase <= 0 {
 		opts.UIDBase = DefaultUIDBase
+	}
+	if opts.Registry == "" {
+		opts.Registry = DefaultRegistry
 	}
 	if opts.MaxProcs <= 0 {
 		opts.MaxProcs = DefaultMaxProcs
@@ -109,36 +128,86 @@ func New(opts Options) (*Sandbox, error) {
 		return nil, domain.Errorf(domain.EUNAVAILABLE, "no sandbox: bubblewrap is not installed (apt-get install bubblewrap): %v", err)
 	}
 	if s.root {
-		for _, tool := range []struct {
-			name string
-			path *string
-		}{{"setpriv", &s.setpriv}, {"unshare", &s.unshare}} {
-			if *tool.path, err = exec.LookPath(tool.name); err != nil {
-				return nil, domain.Errorf(domain.EUNAVAILABLE, "no sandbox: %s (util-linux) is not installed: %v", tool.name, err)
-			}
+		if s.setpriv, err = exec.LookPath("setpriv"); err != nil {
+			return nil, domain.Errorf(domain.EUNAVAILABLE, "no sandbox: setpriv (util-linux) is not installed: %v", err)
 		}
 	}
-	s.uids = newUIDTable(dir, opts.UIDBase, s.root)
-	s.fixed, s.made = fixedArgs(s.root, opts.TmpBytes)
+	if s.net, err = egress.New(egress.Options{Allow: opts.Allow}); err != nil {
+		return nil, err
+	}
+	if s.filter, err = seccomp.Filter(); err != nil {
+		return nil, err
+	}
+	if s.uids, err = newUIDTable(dir, opts.Registry, opts.UIDBase, s.root); err != nil {
+		return nil, err
+	}
+	etc, err := writeNetworkFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.fixed, s.made = fixedArgs(s.root, opts.TmpBytes, etc)
 	if err := s.probe(); err != nil {
 		return nil, err
 	}
+	s.groups, err = cgroup.New(cgroup.Options{Name: groupName(dir)})
+	if err != nil {
+		s.groupsWhy = domain.ErrorMessage(err)
+	}
 	return s, nil
 }
+
+// Close removes what the sandbox made on the machine outside Dir (its
+// cgroups). Sandboxes still running are killed.
+func (s *Sandbox) Close() error {
+	if s.groups == nil {
+		return nil
+	}
+	return s.groups.Close()
+}
+
+// groupName is the parent cgroup of the sandboxes of dir: one per data dir,
+// so that a second platform on the machine has its own, and a restarted one
+// finds (and clears) what its previous run left.
+func groupName(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return "sless-" + hex.EncodeToString(sum[:4])
+}
+
+// CgroupsWhy says why sandboxes have no cgroup (their memory is then limited
+// per process only), or "" when they have one.
+func (s *Sandbox) CgroupsWhy() string { return s.groupsWhy }
+
+// FunctionNetwork is the network policy of function processes and job runs:
+// the internet and the operator's allow-list.
+func (s *Sandbox) FunctionNetwork() egress.Policy {
+	if s.net == nil {
+		return egress.Policy{}
+	}
+	return s.net.Functions()
+}
+
+// NetworkEnforced reports whether the egress policy is enforced whole (see
+// egress.Network.Enforced); in ModeNone there is no policy at all.
+func (s *Sandbox) NetworkEnforced() bool { return s.net != nil && s.net.Enforced() }
 
 // Mode returns how processes are isolated.
 func (s *Sandbox) Mode() Mode { return s.mode }
 
 // Describe says in a few words how processes are isolated, for logs and /readyz.
 func (s *Sandbox) Describe() string {
-	switch {
-	case s.mode == ModeNone:
+	if s.mode == ModeNone {
 		return "none: functions run as plain processes of the platform's user (insecure)"
-	case s.root:
-		return fmt.Sprintf("bubblewrap: a host uid per tenant from %d, no capabilities, read-only root, private /tmp and PID namespace", s.opts.UIDBase)
-	default:
-		return fmt.Sprintf("bubblewrap: the platform's uid %d in a user namespace, read-only root, private /tmp and PID namespace", os.Getuid())
 	}
+	who := fmt.Sprintf("the platform's uid %d in a user namespace", os.Getuid())
+	if s.root {
+		who = fmt.Sprintf("a host uid per tenant (from %d), no capabilities", s.uids.first)
+	}
+	memory := "memory per process only (" + s.groupsWhy + ")"
+	if s.groups != nil {
+		memory = "memory and processes per instance in " + s.groups.Describe()
+	}
+	return fmt.Sprintf("bubblewrap: %s, seccomp filter, read-only root, private /tmp, PID and network namespaces; %s; network: %s",
+		who, memory, s.net.Describe())
 }
 
 // probe runs true(1) in a sandbox of the nobody uid and reports why it failed.
@@ -194,8 +263,19 @@ type Spec struct {
 	// Home binds the tenant's persistent home, writable, at HomeDir (for the
 	// caches of build tools).
 	Home bool
-	// MemoryBytes is RLIMIT_DATA of every process (0: none).
-	MemoryBytes uint64
+	// Network is what the program may reach besides itself; the zero
+	// Policy opens nothing (not even DNS). Ignored in ModeNone.
+	Network egress.Policy
+	// ExtraFiles are open files the program gets as descriptors 3, 4, ...
+	// (a listening socket); the caller keeps and closes its own copies.
+	ExtraFiles []*os.File
+	// MemoryBytes bounds the memory of all the sandbox's processes together
+	// (a cgroup; 0: none), DataBytes the private writable memory of each
+	// (RLIMIT_DATA; 0: none), the second line, and the only one without
+	// cgroups. MaxProcs bounds its processes and threads together (a cgroup;
+	// 0: Options.MaxProcs).
+	MemoryBytes, DataBytes uint64
+	MaxProcs               int
 }
 
 // Bind makes the host directory Source visible at Dest.
@@ -212,8 +292,8 @@ type Bind struct {
 func (s *Sandbox) Command(spec Spec) (*Cmd, error) {
 	if s.mode == ModeNone {
 		cmd := exec.Command(spec.Path, spec.Args...)
-		cmd.Dir, cmd.Env = spec.Dir, spec.Env
-		return &Cmd{Cmd: cmd, memory: spec.MemoryBytes}, nil
+		cmd.Dir, cmd.Env, cmd.ExtraFiles = spec.Dir, spec.Env, spec.ExtraFiles
+		return &Cmd{Cmd: cmd, data: spec.DataBytes}, nil
 	}
 	uid, err := s.uids.get(spec.Tenant)
 	if err != nil {
@@ -297,15 +377,17 @@ func (s *Sandbox) command(spec Spec, uid int) (*Cmd, error) {
 		dir = "/"
 	}
 	b.add("--chdir", dir)
-	b.add("--info-fd", strconv.Itoa(fdInfo), "--block-fd", strconv.Itoa(fdBlock))
+	// bwrap's own descriptors follow the program's (Spec.ExtraFiles).
+	fds := bwrapFDs(len(spec.ExtraFiles))
+	b.add("--info-fd", strconv.Itoa(fds.info), "--block-fd", strconv.Itoa(fds.block), "--seccomp", strconv.Itoa(fds.seccomp))
 	// The program goes on bwrap's own command line (--args takes options
 	// only); the options, which name host paths, do not.
 	var argv []string
-	argv = append(argv, "--args", strconv.Itoa(fdArgs), "--")
+	argv = append(argv, "--args", strconv.Itoa(fds.args), "--")
 	if s.root {
 		id := strconv.Itoa(uid)
-		argv = append(argv, s.setpriv, "--reuid="+id, "--regid="+id, "--clear-groups", "--no-new-privs", "--",
-			s.unshare, "--user", "--map-current-user", "--")
+		argv = append(argv, s.setpriv, "--reuid="+id, "--regid="+id, "--clear-groups", "--no-new-privs",
+			"--inh-caps=-all", "--bounding-set=-all", "--")
 	}
 	argv = append(argv, translate(spec.Binds, spec.Path))
 	for _, a := range spec.Args {
@@ -316,9 +398,15 @@ func (s *Sandbox) command(spec Spec, uid int) (*Cmd, error) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[i] = k + "=" + translateList(spec.Binds, v)
 	}
+	maxProcs := spec.MaxProcs
+	if maxProcs <= 0 {
+		maxProcs = s.opts.MaxProcs
+	}
 	cmd := exec.Command(s.bwrap, argv...)
-	cmd.Env = env // bwrap, setpriv and unshare pass it on unchanged
-	return &Cmd{Cmd: cmd, memory: spec.MemoryBytes, nproc: uint64(s.opts.MaxProcs), bwrapArgs: b.args}, nil
+	cmd.Env = env // bwrap and setpriv pass it on unchanged
+	return &Cmd{Cmd: cmd, s: s, spec: spec, data: spec.DataBytes, nproc: uint64(s.opts.MaxProcs),
+		group:     cgroup.Limits{MemoryBytes: int64(spec.MemoryBytes), MaxProcs: int64(maxProcs)},
+		bwrapArgs: b.args, fds: fds}, nil
 }
 
 // argBuilder collects bwrap arguments and the directories they create.
@@ -384,23 +472,46 @@ func translateList(binds []Bind, v string) string {
 	return strings.Join(parts, ":")
 }
 
-// The file descriptors of a bwrap process: its arguments (--args), where it
-// writes the PID of the sandbox's init (--info-fd) and what it waits on
-// before starting the program (--block-fd). Cmd.Start passes them as
-// ExtraFiles in this order.
-const (
-	fdArgs  = 3
-	fdInfo  = 4
-	fdBlock = 5
-)
+// bwrapFD are the file descriptors of a bwrap process after the program's
+// own: its arguments (--args), where it writes the PID of the sandbox's init
+// (--info-fd), what it waits on before starting the program (--block-fd) and
+// the seccomp filter (--seccomp). Cmd.Start passes them in this order after
+// Spec.ExtraFiles.
+type bwrapFD struct{ args, info, block, seccomp int }
+
+func bwrapFDs(extra int) bwrapFD {
+	first := 3 + extra
+	return bwrapFD{args: first, info: first + 1, block: first + 2, seccomp: first + 3}
+}
 
 // etcFiles are the /etc entries a sandbox sees: the dynamic loader, CA
 // certificates, name resolution, time zone, MIME types, alternatives links.
 // passwd and group are generated per uid.
 var etcFiles = []string{
 	"alternatives", "ca-certificates", "ca-certificates.conf", "crypto-policies", "gai.conf", "host.conf",
-	"hosts", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "mime.types", "nsswitch.conf",
-	"os-release", "pki", "protocols", "resolv.conf", "services", "ssl", "timezone",
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "mime.types", "nsswitch.conf",
+	"os-release", "pki", "protocols", "services", "ssl", "timezone",
+}
+
+// writeNetworkFiles writes the /etc files of a sandbox's own network into
+// dir/etc and returns that folder: resolv.conf naming slirp4netns's DNS
+// forwarder, hosts naming only localhost (the host's own names would lead
+// nowhere).
+func writeNetworkFiles(dir string) (string, error) {
+	etc := filepath.Join(dir, "etc")
+	files := map[string]string{
+		"resolv.conf": "nameserver " + egress.Nameserver + "\n",
+		"hosts":       "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+	}
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		return "", domain.Errorf(domain.EUNAVAILABLE, "sandbox: %v", err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
+			return "", domain.Errorf(domain.EUNAVAILABLE, "sandbox: %v", err)
+		}
+	}
+	return etc, nil
 }
 
 // hostLinks are the top-level directories that merged-/usr systems make links
@@ -409,9 +520,9 @@ var hostLinks = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 
 // fixedArgs returns the bwrap arguments every sandbox shares and the
 // directories they create.
-func fixedArgs(root bool, tmpBytes int64) ([]string, []string) {
+func fixedArgs(root bool, tmpBytes int64, etc string) ([]string, []string) {
 	b := &argBuilder{made: map[string]bool{}}
-	b.add("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
+	b.add("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
 		"--hostname", "sless")
 	if !root {
 		b.add("--unshare-user")
@@ -435,9 +546,12 @@ func fixedArgs(root bool, tmpBytes int64) ([]string, []string) {
 	b.dirs("/etc")
 	for _, name := range etcFiles {
 		p := "/etc/" + name
-		if _, err := os.Stat(p); err == nil { // follows links: resolv.conf may point into /run
+		if _, err := os.Stat(p); err == nil { // follows links
 			b.add("--ro-bind", p, p)
 		}
+	}
+	for _, name := range []string{"resolv.conf", "hosts"} {
+		b.add("--ro-bind", filepath.Join(etc, name), "/etc/"+name)
 	}
 	size := strconv.FormatInt(tmpBytes, 10)
 	b.add("--proc", "/proc", "--dev", "/dev",

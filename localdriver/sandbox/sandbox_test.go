@@ -23,6 +23,7 @@ func newSandbox(t *testing.T, opts sandbox.Options) *sandbox.Sandbox {
 	if err != nil {
 		t.Fatalf("sandbox.New: %v (install bubblewrap: apt-get install bubblewrap)", err)
 	}
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 

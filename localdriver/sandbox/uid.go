@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,28 +9,44 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 
 	"github.com/slessio/sless/domain"
 )
 
 // uidTable gives each tenant its own host uid (as root) and keeps, per uid,
-// the passwd/group files its sandboxes see and its home. The table is the
-// file Dir/uids.json, read and extended under an exclusive lock on
-// Dir/uids.lock, so that two processes on one data dir never hand out a uid
-// twice; a uid, once given, stays the tenant's.
+// the passwd/group files its sandboxes see and its home. The uids of a Dir
+// come from its own range of UIDsPerDir uids, given by the host-wide registry
+// (see uidRange), so that two platforms on one machine never share one. The
+// table is the file Dir/uids.json, read and extended under an exclusive lock
+// on Dir/uids.lock, so that two processes on one data dir never hand out a
+// uid twice; a uid, once given, stays the tenant's.
 type uidTable struct {
-	dir  string
-	base int
-	root bool
+	dir   string
+	first int // the first uid of the Dir's range
+	root  bool
 
 	mu    sync.Mutex
 	uids  map[string]int
 	ready map[int]bool // identity files written
 }
 
-func newUIDTable(dir string, base int, root bool) *uidTable {
-	return &uidTable{dir: dir, base: base, root: root, uids: map[string]int{}, ready: map[int]bool{}}
+// newUIDTable returns the table of dir; as root it first takes dir's range
+// from the registry (at least base), and moves tenants that an older
+// version gave uids outside it into it. Errors: EUNAVAILABLE.
+func newUIDTable(dir, registry string, base int, root bool) (*uidTable, error) {
+	t := &uidTable{dir: dir, root: root, uids: map[string]int{}, ready: map[int]bool{}}
+	if !root {
+		return t, nil
+	}
+	first, err := uidRange(registry, dir, base)
+	if err != nil {
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "sandbox: the uid range of %s: %v", dir, err)
+	}
+	t.first = first
+	if err := t.withTable(t.renumber); err != nil {
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "sandbox: move the tenants of %s into its uid range: %v", dir, err)
+	}
+	return t, nil
 }
 
 // get returns the host uid of tenant: its own when running as root (given on
@@ -48,7 +63,17 @@ func (t *uidTable) get(tenant string) (int, error) {
 	if uid, ok := t.uids[tenant]; ok {
 		return uid, nil
 	}
-	uid, err := t.allocate(tenant)
+	var uid int
+	err := t.withTable(func(table map[string]int) (bool, error) {
+		var ok bool
+		if uid, ok = table[tenant]; ok {
+			return false, nil
+		}
+		var err error
+		uid, err = t.next(table)
+		table[tenant] = uid
+		return true, err
+	})
 	if err != nil {
 		return 0, domain.Errorf(domain.EUNAVAILABLE, "sandbox: give %s a uid: %v", tenant, err)
 	}
@@ -56,48 +81,79 @@ func (t *uidTable) get(tenant string) (int, error) {
 	return uid, nil
 }
 
-// allocate reads the table under the file lock and returns tenant's uid,
-// adding the next free one when it has none. t.mu is held.
-func (t *uidTable) allocate(tenant string) (int, error) {
-	lock, err := os.OpenFile(filepath.Join(t.dir, "uids.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return 0, err
+// next returns the lowest uid of the range that no tenant has and the
+// machine does not use.
+func (t *uidTable) next(table map[string]int) (int, error) {
+	used := map[int]bool{}
+	for _, uid := range table {
+		used[uid] = true
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return 0, fmt.Errorf("lock the uid table: %w", err)
-	}
-	path := filepath.Join(t.dir, "uids.json")
-	table := map[string]int{}
-	data, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return 0, err
-	default:
-		if err := json.Unmarshal(data, &table); err != nil {
-			return 0, fmt.Errorf("%s: %w", path, err)
+	for uid := t.first; uid < t.first+UIDsPerDir; uid++ {
+		if !used[uid] && !taken(uid) {
+			return uid, nil
 		}
 	}
-	if uid, ok := table[tenant]; ok {
-		return uid, nil
+	return 0, fmt.Errorf("all %d uids of the range are given", UIDsPerDir)
+}
+
+// withTable reads the table under the file lock, lets change edit it, and
+// writes it back when change says it changed it.
+func (t *uidTable) withTable(change func(map[string]int) (bool, error)) error {
+	unlock, err := lockFile(filepath.Join(t.dir, "uids.lock"))
+	if err != nil {
+		return err
 	}
-	next := t.base
-	for _, uid := range table {
-		next = max(next, uid+1)
+	defer unlock()
+	path := filepath.Join(t.dir, "uids.json")
+	table := map[string]int{}
+	if err := readJSON(path, &table); err != nil {
+		return err
 	}
-	for taken(next) { // a uid the machine already uses is skipped
-		next++
+	changed, err := change(table)
+	if err != nil || !changed {
+		return err
 	}
-	table[tenant] = next
-	if data, err = json.MarshalIndent(table, "", "  "); err != nil {
-		return 0, err
+	return writeJSON(path, table)
+}
+
+// renumber gives tenants whose uid lies outside the Dir's range (an older
+// version counted every Dir's from one base) a uid inside it, moving their
+// homes along.
+func (t *uidTable) renumber(table map[string]int) (bool, error) {
+	changed := false
+	for tenant, old := range table {
+		if old >= t.first && old < t.first+UIDsPerDir {
+			continue
+		}
+		uid, err := t.next(table)
+		if err != nil {
+			return changed, err
+		}
+		table[tenant] = uid
+		changed = true
+		oldHome := filepath.Join(t.dir, "homes", strconv.Itoa(old))
+		if _, err := os.Stat(oldHome); err != nil {
+			continue
+		}
+		home := filepath.Join(t.dir, "homes", strconv.Itoa(uid))
+		if err := os.Rename(oldHome, home); err != nil {
+			return changed, err
+		}
+		if err := chownAll(home, uid); err != nil {
+			return changed, err
+		}
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return 0, err
-	}
-	return next, os.Rename(tmp, path)
+	return changed, nil
+}
+
+// chownAll gives dir and everything below it to uid (and its group).
+func chownAll(dir string, uid int) error {
+	return filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, uid)
+	})
 }
 
 // taken reports whether the machine knows uid as a user or gid as a group.
