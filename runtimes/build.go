@@ -21,6 +21,13 @@ type Tool struct {
 	Args []string // arguments after the program name
 	Dir  string   // working directory
 	Env  []string // the whole environment
+	// Index are the package indexes the operator configured that the tool
+	// downloads from (URLs: PIP_INDEX_URL, the npm registry, GOPROXY's
+	// entries), and Internet says it also downloads from the internet (a
+	// tool's default public index, Go's "direct"): what a sandboxed step
+	// may reach. Neither: the step needs no network (the entrypoint check).
+	Index    []string
+	Internet bool
 }
 
 // Runner runs a build tool and returns its combined output. The tool's own

@@ -7,10 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -72,9 +76,9 @@ func (e exchange) event(t *testing.T) map[string]any {
 	return event
 }
 
-func send(t *testing.T, req *http.Request) exchange {
+func send(t *testing.T, c *http.Client, req *http.Request) exchange {
 	t.Helper()
-	resp, err := client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
@@ -100,7 +104,7 @@ func get(t *testing.T, url string) exchange {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return send(t, req)
+	return send(t, client, req)
 }
 
 // serverCase is one row of the server-mode table.
@@ -342,13 +346,16 @@ var serverCases = []serverCase{
 }
 
 // TestConformance runs one behaviour table against every runtime's wrapper, each a
-// real process (python3, node, a go-built binary) on a loopback port.
+// real process (python3, node, a go-built binary), served on a loopback port (PORT)
+// and again on an inherited Unix socket (SLESS_LISTEN_FD).
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	for _, fx := range fixtures {
 		t.Run(fx.runtime, func(t *testing.T) {
 			t.Parallel()
-			t.Run("server", func(t *testing.T) { t.Parallel(); testServer(t, fx) })
+			t.Run("server", func(t *testing.T) { t.Parallel(); testServer(t, fx, startProcess) })
+			t.Run("server_listen_fd", func(t *testing.T) { t.Parallel(); testServer(t, fx, startOnUnixSocket) })
+			t.Run("listen_fd_invalid", func(t *testing.T) { t.Parallel(); testListenFDInvalid(t, fx) })
 			t.Run("health_while_loading", func(t *testing.T) { t.Parallel(); testHealthWhileLoading(t, fx) })
 			t.Run("load_failure", func(t *testing.T) { t.Parallel(); testLoadFailure(t, fx) })
 			t.Run("check", func(t *testing.T) { t.Parallel(); testCheck(t, fx) })
@@ -357,9 +364,11 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-func testServer(t *testing.T, fx fixture) {
+// testServer runs the server table against a wrapper started by startServer:
+// startProcess (PORT) or startOnUnixSocket (SLESS_LISTEN_FD).
+func testServer(t *testing.T, fx fixture, startServer func(testing.TB, runtimes.Spec, ...string) *process) {
 	dir := mustPrepare(t, fx.runtime, "handler", fx.entrypoint)
-	p := startProcess(t, mustCommand(t, fx.runtime, dir, runtimes.ModeServer), entry(fx.entrypoint))
+	p := startServer(t, mustCommand(t, fx.runtime, dir, runtimes.ModeServer), entry(fx.entrypoint))
 	p.waitReady(t)
 
 	t.Run("cases", func(t *testing.T) {
@@ -383,7 +392,7 @@ func testServer(t *testing.T, fx fixture) {
 				if c.chunked {
 					req.ContentLength = -1
 				}
-				got := send(t, req)
+				got := send(t, p.client, req)
 				if got.status != c.status {
 					t.Errorf("status = %d, want %d; body %.300q", got.status, c.status, got.body)
 				}
@@ -404,7 +413,7 @@ func testServer(t *testing.T, fx fixture) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				resp, err := client.Get(fmt.Sprintf("%s/log?id=%d", p.url, i))
+				resp, err := p.client.Get(fmt.Sprintf("%s/log?id=%d", p.url, i))
 				if err != nil {
 					t.Errorf("request %d: %v", i, err)
 					return
@@ -421,6 +430,41 @@ func testServer(t *testing.T, fx fixture) {
 		wg.Wait()
 	})
 
+	// On a port the wrapper listens on TCP; on an inherited socket it must not (it may
+	// have no network to listen in): this also proves the check sees listeners.
+	t.Run("tcp_listeners", func(t *testing.T) {
+		addrs, ok := tcpListeners(p.cmd.Process.Pid)
+		if !ok {
+			t.Skip("no /proc to read sockets from")
+		}
+		if inherited := p.socketInode != ""; inherited && len(addrs) > 0 {
+			t.Errorf("serving on an inherited socket, the wrapper listens on TCP too: %v", addrs)
+		} else if !inherited && len(addrs) != 1 {
+			t.Errorf("serving on PORT, the wrapper holds TCP listeners %v, want one", addrs)
+		}
+	})
+
+	// A child process the function starts must not get the listening socket: it could
+	// accept the proxy's connections, or hold the socket open after the wrapper ends.
+	t.Run("listener_closed_on_exec", func(t *testing.T) {
+		if p.socketInode == "" {
+			t.Skip("listens on PORT")
+		}
+		sockets, ok := processSockets(p.cmd.Process.Pid)
+		if !ok {
+			t.Skip("no /proc to read sockets from")
+		}
+		fds := sockets[p.socketInode]
+		if len(fds) == 0 {
+			t.Fatalf("the process holds no descriptor of the socket it serves on")
+		}
+		for _, fd := range fds {
+			if !closedOnExec(t, p.cmd.Process.Pid, fd) {
+				t.Errorf("descriptor %s of the listening socket is passed on to child processes", fd)
+			}
+		}
+	})
+
 	t.Run("output_outside_requests_goes_to_stdout", func(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for !strings.Contains(p.stdout.String(), "sample loaded\n") {
@@ -430,6 +474,68 @@ func testServer(t *testing.T, fx fixture) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
+}
+
+// testListenFDInvalid: a SLESS_LISTEN_FD that is not a number or not a listening stream
+// socket ends the process non-zero with one line on stderr, as a port it cannot listen
+// on does; it never falls back to PORT.
+func testListenFDInvalid(t *testing.T, fx fixture) {
+	cases := []struct {
+		name, value string
+		file        func(t *testing.T) *os.File // descriptor 3, if any
+		want        string
+	}{
+		{name: "not_a_number", value: "three", want: "SLESS_LISTEN_FD"},
+		{name: "negative", value: "-1", want: "SLESS_LISTEN_FD"},
+		{name: "not_open", value: "999", want: "fd 999"},
+		{name: "not_a_socket", value: "3", file: func(t *testing.T) *os.File {
+			f, err := os.Open(filepath.Join("testdata", fx.runtime, "handler", fx.source))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}, want: "fd 3"},
+		{name: "connected_socket", value: "3", file: func(t *testing.T) *os.File {
+			fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			peer := os.NewFile(uintptr(fds[1]), "peer")
+			t.Cleanup(func() { _ = peer.Close() })
+			return os.NewFile(uintptr(fds[0]), "connected")
+		}, want: "fd 3"},
+		{name: "datagram_socket", value: "3", file: func(t *testing.T) *os.File {
+			conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			f, err := conn.File()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}, want: "fd 3"},
+	}
+	dir := mustPrepare(t, fx.runtime, "handler", fx.entrypoint)
+	spec := mustCommand(t, fx.runtime, dir, runtimes.ModeServer)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var file *os.File
+			if c.file != nil {
+				file = c.file(t)
+			}
+			p := startWithFile(t, spec, file, entry(fx.entrypoint), runtimes.EnvListenFD+"="+c.value)
+			if code := p.waitExit(t); code == 0 {
+				t.Errorf("exit code 0, want non-zero")
+			}
+			stderr := p.stderr.String()
+			if !strings.HasPrefix(stderr, "sless: ") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
+				t.Errorf("stderr = %q, want one line \"sless: ...\" naming %q", stderr, c.want)
+			}
+		})
+	}
 }
 
 // testHealthWhileLoading: health is 200 only once the code is loaded, and anything

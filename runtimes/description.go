@@ -13,6 +13,7 @@ import (
 const (
 	EnvPort       = "PORT"              // the port a server listens on (default 8080)
 	EnvHost       = "SLESS_HOST"        // the address a server listens on (default all interfaces)
+	EnvListenFD   = "SLESS_LISTEN_FD"   // a descriptor number: an inherited listening socket to serve on instead of SLESS_HOST:PORT
 	EnvEntrypoint = "SLESS_ENTRYPOINT"  // module.function, unless the entrypoint is compiled in
 	EnvMode       = "SLESS_MODE"        // a Mode: server (default), job or check
 	EnvEvent      = "SLESS_EVENT"       // a job's input, a JSON object (empty means {})

@@ -27,13 +27,29 @@
 //
 // # Process contract (the same for all three wrappers)
 //
-// Environment (the names are the Env* constants, which both drivers use): PORT (default 8080); SLESS_HOST (default all interfaces; Command sets
-// 127.0.0.1); SLESS_ENTRYPOINT, module.function, which the caller must set for Python
-// and Node.js (a process without it fails to load) and Go ignores, as Install compiles
-// the exported function name in; SLESS_MODE, server (default), job, or check (load the
+// Environment (the names are the Env* constants, which both drivers use): PORT
+// (default 8080); SLESS_HOST (default all interfaces; Command sets 127.0.0.1);
+// SLESS_LISTEN_FD, an inherited listening socket to serve on instead (below);
+// SLESS_ENTRYPOINT, module.function, which the caller must set for Python and Node.js
+// (a process without it fails to load) and Go ignores, as Install compiles the
+// exported function name in; SLESS_MODE, server (default), job, or check (load the
 // entrypoint and exit: 0 when it resolves, 1 with the load error; the build runs it);
 // SLESS_EVENT, the job's input, a JSON object (empty means {}); SLESS_TIMEOUT_SEC, the
 // job's time limit.
+//
+// SLESS_LISTEN_FD, when not empty, is the decimal number of a file descriptor the
+// process inherits (say 3) that holds an already-listening stream socket, Unix or TCP.
+// Server mode then serves HTTP on it, ignores SLESS_HOST and PORT, and binds and
+// listens on nothing itself: the local driver creates a Unix socket in a directory only
+// it can reach and passes it to a process that runs in its own network namespace,
+// where no port of the host reaches it (Kubernetes pods keep PORT). A value that is not
+// a number, or a descriptor that is not a listening stream socket, ends the process
+// non-zero with one line "sless: ..." on stderr, as a port it cannot listen on does
+// (Node.js, which cannot ask a socket whether it listens, calls listen(2) on it again:
+// a bound socket that is not yet listening is served, an unbound TCP one would get an
+// ephemeral port). The wrappers keep the descriptor from the function's child
+// processes. A request over a Unix socket has no peer address: the proxy's
+// X-Forwarded-For names the client. Job and check modes ignore SLESS_LISTEN_FD.
 //
 // Server mode listens first and answers 503 on every path, /_sless/health included,
 // while the user code loads; then /_sless/health answers 200. (Node.js: a synchronous

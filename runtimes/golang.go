@@ -93,13 +93,39 @@ func (golang) build(ctx context.Context, dir string, opts BuildOptions) (string,
 		env = append(env, "GOCACHE="+filepath.Join(opts.Home, GoCacheDir), "GOPATH="+filepath.Join(opts.Home, "go"),
 			"GOMODCACHE="+filepath.Join(opts.Home, "go", "pkg", "mod"))
 	}
+	index, internet := goProxies(env)
 	t := Tool{Name: "go build", Path: goTool, Args: []string{"build", "-trimpath", "-o", filepath.Join(dir, goBinary), "."},
-		Dir: fnDir, Env: goBuildEnv(env)}
+		Dir: fnDir, Env: goBuildEnv(env), Index: index, Internet: internet}
 	out, err := opts.run(ctx, t)
 	if err != nil {
 		return string(out), buildError(ctx, t.Name, out, err)
 	}
 	return string(out), nil
+}
+
+// goProxies reads GOPROXY of env (Go's default when unset: its public
+// proxy, then "direct"): the proxies' URLs, and whether modules may come
+// from the internet (a public default, or "direct": their repositories).
+func goProxies(env []string) (index []string, internet bool) {
+	proxy := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GOPROXY="); ok {
+			proxy = v
+		}
+	}
+	if proxy == "" {
+		return nil, true
+	}
+	for _, p := range strings.FieldsFunc(proxy, func(r rune) bool { return r == ',' || r == '|' }) {
+		switch p = strings.TrimSpace(p); p {
+		case "direct":
+			internet = true
+		case "off", "":
+		default:
+			index = append(index, p)
+		}
+	}
+	return index, internet
 }
 
 // GoCacheDir is where, below BuildOptions.Home, Go builds keep their build cache.

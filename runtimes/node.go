@@ -131,8 +131,9 @@ func (node) build(ctx context.Context, dir string, opts BuildOptions) (string, e
 	npm = realPath(npm)
 	_, err = os.Stat(filepath.Join(fnDir, "package-lock.json"))
 	name, args := npmInstall(err == nil)
-	t := Tool{Name: name, Path: npm, Args: append(args, "--registry="+npmRegistry()), Dir: fnDir,
-		Env: opts.toolEnv(filepath.Dir(nodePath), filepath.Dir(npm))}
+	registry, configured := npmRegistry()
+	t := Tool{Name: name, Path: npm, Args: append(args, "--registry="+registry), Dir: fnDir,
+		Env: opts.toolEnv(filepath.Dir(nodePath), filepath.Dir(npm)), Index: []string{registry}, Internet: !configured}
 	out, err := opts.run(ctx, t)
 	if err != nil {
 		_ = os.RemoveAll(modules) // no partial dependencies
@@ -174,14 +175,15 @@ const (
 
 // npmRegistry is the registry npm installs from: the operator's
 // SLESS_NPM_REGISTRY (or npm_config_registry), else npm's public one, given
-// on the command line so that an .npmrc in the zip cannot change it.
-func npmRegistry() string {
+// on the command line so that an .npmrc in the zip cannot change it;
+// configured says it is the operator's.
+func npmRegistry() (registry string, configured bool) {
 	for _, name := range []string{EnvNpmRegistry, "npm_config_registry", "NPM_CONFIG_REGISTRY"} {
 		if v := os.Getenv(name); v != "" {
-			return v
+			return v, true
 		}
 	}
-	return "https://registry.npmjs.org/"
+	return "https://registry.npmjs.org/", false
 }
 
 func (node) program(dir string) (string, []string, []string, error) {

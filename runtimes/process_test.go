@@ -11,8 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,9 +131,11 @@ func copyDir(src, dst string) error {
 	})
 }
 
-// process is a wrapper started in server mode on a free loopback port.
+// process is a wrapper started in server mode, reached at url through client.
 type process struct {
 	url            string
+	client         *http.Client
+	socketInode    string // of the socket it serves on by SLESS_LISTEN_FD; "" on PORT
 	cmd            *exec.Cmd
 	stdout, stderr *testutil.SyncBuffer
 	exited         chan struct{}
@@ -148,19 +152,87 @@ func freePort(tb testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startProcess starts spec with PORT set and env appended; the process is killed
-// when the test ends.
+// startProcess starts spec with PORT set to a free loopback port and env appended;
+// the process is killed when the test ends.
 func startProcess(tb testing.TB, spec runtimes.Spec, env ...string) *process {
 	tb.Helper()
-	port := freePort(tb)
+	return start(tb, spec, freePort(tb), nil, env)
+}
+
+// startWithFile starts spec with file, when not nil (it is closed once the process
+// has it), as descriptor 3 and env appended. PORT is a loopback port the test holds open, so that a wrapper which binds
+// it instead of using the descriptor fails to start. SLESS_LISTEN_FD is the caller's
+// to set.
+func startWithFile(tb testing.TB, spec runtimes.Spec, file *os.File, env ...string) *process {
+	tb.Helper()
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = held.Close() })
+	return start(tb, spec, held.Addr().(*net.TCPAddr).Port, file, env)
+}
+
+// startOnUnixSocket starts spec as the sandboxed local driver does: serving on a
+// listening Unix socket it inherits as descriptor 3 (SLESS_LISTEN_FD=3), reachable only
+// through that socket, as p.client dials it. PORT is held by the test (startWithFile),
+// and p.url names it only for the Host header.
+func startOnUnixSocket(tb testing.TB, spec runtimes.Spec, env ...string) *process {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "sless-sock-") // short: a socket path has at most 107 bytes
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	path := filepath.Join(dir, "fn.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	file, err := ln.File()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_ = ln.Close() // the process's copy is the only one that accepts, as with the driver
+	info, err := file.Stat()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := startWithFile(tb, spec, file, append([]string{runtimes.EnvListenFD + "=3"}, env...)...)
+	dialer := &net.Dialer{}
+	p.client = &http.Client{
+		Timeout: client.Timeout,
+		Transport: &http.Transport{
+			MaxIdleConnsPerHost: 64,
+			DisableCompression:  true,
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return dialer.DialContext(ctx, "unix", path)
+			},
+		},
+	}
+	tb.Cleanup(p.client.CloseIdleConnections)
+	p.socketInode = strconv.FormatUint(info.Sys().(*syscall.Stat_t).Ino, 10)
+	return p
+}
+
+// start starts spec with PORT=port, extra (when not nil, closed once started) as
+// descriptor 3 and env appended; the process is killed when the test ends.
+func start(tb testing.TB, spec runtimes.Spec, port int, extra *os.File, env []string) *process {
+	tb.Helper()
 	p := &process{
 		url:    fmt.Sprintf("http://127.0.0.1:%d", port),
+		client: client,
 		stdout: &testutil.SyncBuffer{},
 		stderr: &testutil.SyncBuffer{},
 		exited: make(chan struct{}),
 	}
 	p.cmd = spec.Cmd(context.Background(), append([]string{fmt.Sprintf("PORT=%d", port)}, env...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	if extra != nil {
+		p.cmd.ExtraFiles = []*os.File{extra}
+		defer extra.Close()
+	}
 	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatalf("start %s: %v", spec.Path, err)
@@ -187,7 +259,7 @@ func (p *process) hasExited() bool {
 
 // health returns the status of /_sless/health, or 0 when nothing answers.
 func (p *process) health() int {
-	resp, err := client.Get(p.url + "/_sless/health")
+	resp, err := p.client.Get(p.url + "/_sless/health")
 	if err != nil {
 		return 0
 	}
@@ -221,6 +293,69 @@ func (p *process) waitExit(tb testing.TB) int {
 		tb.Fatalf("still running after a minute; stderr:\n%s", p.stderr.String())
 		return 0
 	}
+}
+
+// processSockets returns the descriptors process pid holds on sockets, by the socket's
+// inode, from /proc; ok is false where /proc does not tell (not Linux).
+func processSockets(pid int) (fds map[string][]string, ok bool) {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, false
+	}
+	fds = map[string][]string{}
+	for _, e := range entries {
+		link, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if inode, found := strings.CutPrefix(link, "socket:["); err == nil && found {
+			inode = strings.TrimSuffix(inode, "]")
+			fds[inode] = append(fds[inode], e.Name())
+		}
+	}
+	return fds, true
+}
+
+// tcpListeners returns the local addresses of the TCP sockets in the LISTEN state that
+// process pid holds, from /proc; ok is false where /proc does not tell.
+func tcpListeners(pid int) (addrs []string, ok bool) {
+	sockets, ok := processSockets(pid)
+	if !ok {
+		return nil, false
+	}
+	for _, table := range []string{"tcp", "tcp6"} {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			return nil, false
+		}
+		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) > 9 && fields[3] == "0A" && sockets[fields[9]] != nil {
+				addrs = append(addrs, table+" "+fields[1])
+			}
+		}
+	}
+	return addrs, true
+}
+
+// closedOnExec reports whether descriptor fd of process pid is closed on exec, from
+// /proc/<pid>/fdinfo.
+func closedOnExec(tb testing.TB, pid int, fd string) bool {
+	tb.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if value, found := strings.CutPrefix(line, "flags:"); found {
+			flags, err := strconv.ParseUint(strings.TrimSpace(value), 8, 64)
+			if err != nil {
+				tb.Fatalf("fdinfo flags %q: %v", value, err)
+			}
+			return flags&syscall.O_CLOEXEC != 0
+		}
+	}
+	tb.Fatalf("no flags in fdinfo of descriptor %s: %q", fd, data)
+	return false
 }
 
 // jobResult is the outcome of one run in job mode.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/slessio/sless/domain"
@@ -108,12 +109,16 @@ func (python) build(ctx context.Context, dir string, opts BuildOptions) (string,
 	}
 	args := append(append([]string{"-m", "pip"}, pipInstall(target)...), "--root-user-action=ignore")
 	env := opts.toolEnv(filepath.Dir(py))
+	var index []string
 	for pip, operator := range pipIndexEnv {
 		if v := os.Getenv(operator); v != "" {
 			env = append(env, pip+"="+v)
+			index = append(index, strings.Fields(v)...)
 		}
 	}
-	t := Tool{Name: "pip install", Path: py, Args: args, Dir: fnDir, Env: env}
+	slices.Sort(index)
+	t := Tool{Name: "pip install", Path: py, Args: args, Dir: fnDir, Env: env,
+		Index: index, Internet: os.Getenv(EnvPipIndexURL) == ""} // pip's default index is PyPI
 	out, err := opts.run(ctx, t)
 	if err != nil {
 		_ = os.RemoveAll(target) // no partial dependencies

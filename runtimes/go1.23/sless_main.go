@@ -8,6 +8,12 @@
 // Node.js wrappers. Every identifier starts with "sless" so that none collides with
 // the user's, and the code keeps to Go 1.18 syntax because a user's go.mod sets the
 // language version of every file in the package.
+//
+// Environment: PORT (8080), SLESS_HOST (all interfaces), SLESS_LISTEN_FD (an inherited,
+// already-listening stream socket to serve on instead of binding SLESS_HOST:PORT),
+// SLESS_MODE (server | job | check), SLESS_EVENT (job input, JSON object),
+// SLESS_TIMEOUT_SEC (job time limit; exit 124 when it passes). The entrypoint is
+// compiled in: SLESS_ENTRYPOINT is not read.
 package main
 
 import (
@@ -103,17 +109,16 @@ func slessTypeName(err error) string {
 }
 
 func slessServe() int {
-	addr := net.JoinHostPort(os.Getenv("SLESS_HOST"), slessGetenv("PORT", "8080"))
+	ln, err := slessListen()
+	if err != nil {
+		fmt.Fprintf(slessStderr, "sless: %v\n", err)
+		return 1
+	}
 	capture, err := os.CreateTemp("", "sless-log-*")
 	if err == nil {
 		_ = os.Remove(capture.Name()) // only the descriptor is needed
 	} else {
 		fmt.Fprintf(slessStderr, "sless: per-invocation logs are off: %v\n", err)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		fmt.Fprintf(slessStderr, "sless: cannot listen: %v\n", err)
-		return 1
 	}
 	srv := &http.Server{
 		Handler:           &slessServer{capture: capture},
@@ -123,6 +128,51 @@ func slessServe() int {
 	err = srv.Serve(ln)
 	fmt.Fprintf(slessStderr, "sless: %v\n", err)
 	return 1
+}
+
+// slessListen returns the server's listener: the inherited, already-listening socket
+// SLESS_LISTEN_FD (TCP or Unix) when that is set, else a new one on SLESS_HOST:PORT.
+func slessListen() (net.Listener, error) {
+	text := os.Getenv("SLESS_LISTEN_FD")
+	if text == "" {
+		ln, err := net.Listen("tcp", net.JoinHostPort(os.Getenv("SLESS_HOST"), slessGetenv("PORT", "8080")))
+		if err != nil {
+			return nil, fmt.Errorf("cannot listen: %v", err)
+		}
+		return ln, nil
+	}
+	fd, err := strconv.ParseUint(text, 10, 31)
+	if err != nil {
+		return nil, fmt.Errorf("SLESS_LISTEN_FD must be a file descriptor number, got %q", text)
+	}
+	if err := slessCheckListening(int(fd)); err != nil {
+		return nil, fmt.Errorf("cannot listen on fd %d: %v", fd, err)
+	}
+	f := os.NewFile(uintptr(fd), "sless-listener")
+	defer f.Close() // FileListener holds a duplicate
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on fd %d: %v", fd, err)
+	}
+	return ln, nil
+}
+
+// slessCheckListening returns an error unless fd is a listening stream socket:
+// net.FileListener also takes a socket that is not listening (Accept would then fail
+// with a bare "invalid argument") and a Unix SOCK_SEQPACKET one.
+func slessCheckListening(fd int) error {
+	kind, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TYPE)
+	if err != nil {
+		return err
+	}
+	listening, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ACCEPTCONN)
+	if err != nil {
+		return err
+	}
+	if kind != syscall.SOCK_STREAM || listening == 0 {
+		return errors.New("not a listening stream socket")
+	}
+	return nil
 }
 
 // slessServer serves the function. Invocations run one at a time: descriptors 1 and 2

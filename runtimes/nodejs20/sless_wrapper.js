@@ -6,9 +6,10 @@
 // documented in runtimes/doc.go; this file and its Python and Go siblings implement the
 // same behaviour and are tested by one conformance suite.
 //
-// Environment: PORT (8080), SLESS_HOST (all interfaces), SLESS_ENTRYPOINT (module.function,
-// required), SLESS_MODE (server | job | check), SLESS_EVENT (job input, JSON object),
-// SLESS_TIMEOUT_SEC (job time limit; exit 124 when it passes).
+// Environment: PORT (8080), SLESS_HOST (all interfaces), SLESS_LISTEN_FD (an inherited,
+// already-listening stream socket to serve on instead of binding SLESS_HOST:PORT),
+// SLESS_ENTRYPOINT (module.function, required), SLESS_MODE (server | job | check), SLESS_EVENT
+// (job input, JSON object), SLESS_TIMEOUT_SEC (job time limit; exit 124 when it passes).
 
 const fs = require('node:fs')
 const http = require('node:http')
@@ -273,17 +274,25 @@ function invoke (fn, event, done) {
   else succeed(result)
 }
 
-// serve listens first (health answers 503 while loading), then loads the function.
+// serve listens first (health answers 503 while loading), then loads the function. It
+// listens on the inherited socket SLESS_LISTEN_FD when that is set, else on SLESS_HOST:PORT.
 function serve (entrypoint) {
+  const fd = process.env.SLESS_LISTEN_FD
+  if (fd && !/^[0-9]+$/.test(fd)) {
+    process.stderr.write(`sless: SLESS_LISTEN_FD must be a file descriptor number, got ${JSON.stringify(fd)}\n`)
+    process.exit(1)
+  }
   const server = http.createServer(handle)
   server.keepAliveTimeout = 120 * 1000 // outlive the proxy's idle connections, not the reverse
   server.on('error', (err) => {
-    process.stderr.write(`sless: cannot listen: ${err.message}\n`)
+    process.stderr.write(`sless: cannot listen${fd ? ` on fd ${fd}` : ''}: ${err.message}\n`)
     process.exit(1)
   })
-  server.listen(Number(process.env.PORT || 8080), process.env.SLESS_HOST || undefined, () => {
+  const loadFunction = () => {
     load(entrypoint).then((fn) => { userFunction = fn }, (err) => failLoad(entrypoint, err))
-  })
+  }
+  if (fd) server.listen({ fd: Number(fd) }, loadFunction) // a TCP or a Unix socket, listening already
+  else server.listen(Number(process.env.PORT || 8080), process.env.SLESS_HOST || undefined, loadFunction)
 }
 
 function parseEvent (text) {

@@ -5,9 +5,10 @@ This file sits next to the folder ``function/`` that holds the user's code (``/a
 documented in runtimes/doc.go; this file and its Node.js and Go siblings implement the
 same behaviour and are tested by one conformance suite.
 
-Environment: PORT (8080), SLESS_HOST (all interfaces), SLESS_ENTRYPOINT (module.function,
-required), SLESS_MODE (server | job | check), SLESS_EVENT (job input, JSON object),
-SLESS_TIMEOUT_SEC (job time limit; exit 124 when it passes).
+Environment: PORT (8080), SLESS_HOST (all interfaces), SLESS_LISTEN_FD (an inherited,
+already-listening stream socket to serve on instead of binding SLESS_HOST:PORT),
+SLESS_ENTRYPOINT (module.function, required), SLESS_MODE (server | job | check), SLESS_EVENT
+(job input, JSON object), SLESS_TIMEOUT_SEC (job time limit; exit 124 when it passes).
 """
 
 import atexit
@@ -18,6 +19,7 @@ import importlib
 import json
 import os
 import re
+import socket
 import socketserver
 import sys
 import threading
@@ -37,6 +39,7 @@ FUNCTION_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "functio
 RESERVED_HEADERS = {"content-length", "transfer-encoding", "connection", LOG_HEADER.lower()}
 TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 JSON_OBJECT_START = re.compile(rb"[ \t\r\n]*\{")
+FD_NUMBER = re.compile(r"[0-9]+")
 
 # The capture of the invocation running in the current thread (or asyncio task), if any.
 _capture = contextvars.ContextVar("sless_capture", default=None)
@@ -236,6 +239,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body are two writes
     server_version = "sless-python"
 
+    def setup(self):
+        # TCP_NODELAY fails on a Unix socket (SLESS_LISTEN_FD), and Nagle does not apply there.
+        self.disable_nagle_algorithm = self.request.family != socket.AF_UNIX
+        super().setup()
+
+    def address_string(self):
+        # A Unix socket's peer has no (host, port); the proxy's X-Forwarded-For names the client.
+        return self.client_address[0] if isinstance(self.client_address, tuple) else "unix"
+
     def log_message(self, format, *args):
         pass  # the proxy records every invocation; access lines would only be noise
 
@@ -291,6 +303,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
+    def __init__(self, address, handler, sock=None):
+        if sock is None:
+            super().__init__(address, handler)
+            return
+        # An inherited socket is listening already: binding or listening again is not
+        # this process's to do (it may have no network to bind in at all).
+        socketserver.BaseServer.__init__(self, sock.getsockname(), handler)
+        self.socket = sock
+        # A Unix socket's address is a path, not (host, port).
+        host_port = self.server_address if isinstance(self.server_address, tuple) else ("localhost", 0)
+        self.server_name, self.server_port = host_port[:2]
+
     def handle_error(self, request, client_address):
         # A client that drops a keep-alive connection (health probes, the
         # proxy closing idle connections) is not an error worth a traceback.
@@ -305,6 +329,36 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.server_name, self.server_port = self.server_address[:2]
 
 
+def _inherited_socket(fd):
+    """Returns the listening stream socket on descriptor fd; family and type are its own."""
+    sock = socket.socket(fileno=fd)
+    if sock.type != socket.SOCK_STREAM or not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+        raise ValueError("not a listening stream socket")
+    sock.set_inheritable(False)  # the function's child processes must not accept on it
+    return sock
+
+
+def _listen():
+    """Returns the server: on the inherited socket SLESS_LISTEN_FD when it is set, else
+    on a socket bound to SLESS_HOST:PORT. Failures end the process with one line."""
+    fd = os.environ.get("SLESS_LISTEN_FD", "")
+    if fd:
+        if not FD_NUMBER.fullmatch(fd):
+            sys.__stderr__.write(f"sless: SLESS_LISTEN_FD must be a file descriptor number, got {fd!r}\n")
+            sys.exit(1)
+        try:
+            return _Server(None, _Handler, sock=_inherited_socket(int(fd)))
+        except (OSError, ValueError, OverflowError) as exc:
+            sys.__stderr__.write(f"sless: cannot listen on fd {fd}: {exc}\n")
+            sys.exit(1)
+    address = (os.environ.get("SLESS_HOST", ""), int(os.environ.get("PORT") or 8080))
+    try:
+        return _Server(address, _Handler)
+    except OSError as exc:
+        sys.__stderr__.write(f"sless: cannot listen on {address[0]}:{address[1]}: {exc}\n")
+        sys.exit(1)
+
+
 def _serve(entrypoint):
     """Listens first (health answers 503 while loading), then loads the function."""
     global _function
@@ -312,12 +366,7 @@ def _serve(entrypoint):
     # function's memory limit at a few dozen concurrent requests; 2 MiB still
     # holds Python's default recursion limit with room to spare.
     threading.stack_size(2 << 20)
-    address = (os.environ.get("SLESS_HOST", ""), int(os.environ.get("PORT") or 8080))
-    try:
-        server = _Server(address, _Handler)
-    except OSError as exc:
-        sys.__stderr__.write(f"sless: cannot listen on {address[0]}:{address[1]}: {exc}\n")
-        sys.exit(1)
+    server = _listen()
     thread = threading.Thread(target=server.serve_forever, name="sless-http", daemon=True)
     thread.start()
     try:
