@@ -91,6 +91,6 @@ func benchEnv(b *testing.B) env {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = d.Close(context.Background()) })
+	b.Cleanup(func() { _ = d.Close(context.Background()); _ = sb.Close() })
 	return env{d: d, store: newCodeStore(b)}
 }

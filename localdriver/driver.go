@@ -97,15 +97,18 @@ func (o Options) withDefaults() Options {
 // Driver builds and runs functions as processes on this machine. It is safe
 // for concurrent use; calls about one function are serialized.
 type Driver struct {
-	opts   Options
-	builds string // Dir/builds
-	sb     *sandbox.Sandbox
+	opts    Options
+	builds  string // Dir/builds
+	sb      *sandbox.Sandbox
+	ownSB   bool // made by New: closed by Close
+	sockets *socketDir
 
 	closing chan struct{} // closed by Close: waits for health end at once
 
 	mu        sync.Mutex
 	closed    bool
 	functions map[fnKey]*function
+	endpoints map[string]*instance // of started instances, until stopped
 	jobs      map[*job]struct{}
 	buildLock map[string]*sync.Mutex // per build directory
 }
@@ -135,19 +138,28 @@ func New(opts Options) (*Driver, error) {
 	if err := os.Chmod(builds, 0o700); err != nil {
 		return nil, domain.Errorf(domain.EUNAVAILABLE, "localdriver: %v", err)
 	}
-	sb := opts.Sandbox
+	sockets, err := newSocketDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	sb, own := opts.Sandbox, false
 	if sb == nil {
 		if sb, err = sandbox.New(sandbox.Options{Dir: filepath.Join(dir, "sandbox")}); err != nil {
+			sockets.close()
 			return nil, err
 		}
+		own = true
 	}
 	ensureGoCache(dir)
 	return &Driver{
 		opts:      opts.withDefaults(),
 		builds:    builds,
 		sb:        sb,
+		ownSB:     own,
+		sockets:   sockets,
 		closing:   make(chan struct{}),
 		functions: map[fnKey]*function{},
+		endpoints: map[string]*instance{},
 		jobs:      map[*job]struct{}{},
 		buildLock: map[string]*sync.Mutex{},
 	}, nil
@@ -199,13 +211,18 @@ func (d *Driver) Close(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		<-done // stopAll escalates to SIGKILL when ctx ends, so this is short
-		return ctx.Err()
+		err = ctx.Err()
 	}
+	d.sockets.close()
+	if d.ownSB {
+		_ = d.sb.Close()
+	}
+	return err
 }
 
 // runningJobs returns the running jobs of k, or all of them for the zero key.
@@ -219,6 +236,35 @@ func (d *Driver) runningJobs(k fnKey) []*job {
 		}
 	}
 	return jobs
+}
+
+// register makes a started instance known by its endpoint; unregister forgets it.
+func (d *Driver) register(in *instance) {
+	d.mu.Lock()
+	d.endpoints[in.endpoint] = in
+	d.mu.Unlock()
+}
+
+func (d *Driver) unregister(in *instance) {
+	d.mu.Lock()
+	if d.endpoints[in.endpoint] == in {
+		delete(d.endpoints, in.endpoint)
+	}
+	d.mu.Unlock()
+}
+
+// ExitReason waits, until ctx ends, for the process serving endpoint to
+// have ended, and says how: "out of memory (128 MiB)" when the kernel killed
+// it at the function's memory limit, "signal: killed", "exit status 1". It
+// returns "" for a process still running, or an endpoint it does not know.
+func (d *Driver) ExitReason(ctx context.Context, endpoint string) string {
+	d.mu.Lock()
+	in := d.endpoints[endpoint]
+	d.mu.Unlock()
+	if in == nil {
+		return ""
+	}
+	return in.exitReason(ctx)
 }
 
 var errClosed = domain.Errorf(domain.EUNAVAILABLE, "the local driver is shut down")

@@ -117,6 +117,7 @@ func TestSandboxStopsEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no sandbox here (.ci/run installs bubblewrap): %v", err)
 	}
+	t.Cleanup(func() { _ = sb.Close() })
 	e := setup(t, localdriver.Options{Dir: filepath.Join(data, "local"), Sandbox: sb})
 
 	const tenantA, tenantB = "sless-aaaaaaaaaaaaaaaa", "sless-bbbbbbbbbbbbbbbb"

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/ziptest"
@@ -119,11 +119,11 @@ type hello struct {
 	Greeting string `json:"greeting"`
 }
 
-var fresh = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+var fresh = testutil.EndpointClient(10*time.Second, false)
 
 func getHello(endpoint string) (hello, error) {
 	var h hello
-	resp, err := fresh.Get(endpoint + "/")
+	resp, err := fresh.Get(testutil.EndpointURL(endpoint) + "/")
 	if err != nil {
 		return h, err
 	}

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
+	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,18 +27,21 @@ const stderrTail = 64 << 10
 const failureLines = 20
 
 // instance is one version of a function running as a supervised server
-// process on a fixed loopback port: restarted on the same port when it
-// crashes, until it crash-loops or is stopped.
+// process that serves HTTP on a Unix socket of the driver's (its endpoint is
+// "unix:" and the socket's path): restarted with a fresh socket at the same
+// path when it crashes, until it crash-loops or is stopped.
 type instance struct {
 	d        *Driver
 	key      fnKey
 	version  int
 	image    string
-	port     int
+	socket   string // the socket's path
 	endpoint string
-	command  func() (*sandbox.Cmd, error) // prepares one process of the instance
+	health   *http.Client                            // dials socket
+	command  func(ln *os.File) (*sandbox.Cmd, error) // prepares one process of the instance, serving on ln
 	log      *slog.Logger
 	stderr   *tailBuffer // across restarts
+	memoryMB int
 
 	stopOnce  sync.Once
 	stopCh    chan struct{} // closed to stop supervising
@@ -49,10 +51,8 @@ type instance struct {
 
 	mu      sync.Mutex
 	failure string // why it crash-looped; "" while healthy or stopped
+	cur     *proc  // the process serving now, or the last one
 }
-
-// errPortTaken means another process took the port between choosing and binding it.
-var errPortTaken = errors.New("port taken")
 
 // startInstance starts the server process of a version and waits until it
 // is healthy. A version that exits or never gets healthy is EUNPROCESSABLE
@@ -66,50 +66,70 @@ func (d *Driver) startInstance(ctx context.Context, k fnKey, w workers.Workload,
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		in := &instance{
-			d: d, key: k, version: w.Version, image: w.Image, port: port,
-			endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
-			log:      d.opts.Logger.With("function", k.String(), "version", w.Version, "port", port),
-			stderr:   newTailBuffer(stderrTail),
-			stopCh:   make(chan struct{}), hurry: make(chan struct{}), done: make(chan struct{}),
-		}
-		env := processEnv(w, runtimes.EnvPort+"="+strconv.Itoa(port))
-		in.command = func() (*sandbox.Cmd, error) { return d.processCommand(k, spec, dir, env, memoryMB(w.Config)) }
-		err = in.start(ctx)
-		if errors.Is(err, errPortTaken) && attempt < 3 {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return in, nil
-	}
-}
-
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, domain.Errorf(domain.EUNAVAILABLE, "find a free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// spawn starts one process of the instance.
-func (in *instance) spawn() (*proc, error) {
-	cmd, err := in.command()
+	socket, err := d.sockets.path()
 	if err != nil {
 		return nil, err
 	}
-	return startProc(cmd,
+	in := &instance{
+		d: d, key: k, version: w.Version, image: w.Image, socket: socket,
+		endpoint: endpointScheme + socket,
+		health:   unixClient(socket),
+		log:      d.opts.Logger.With("function", k.String(), "version", w.Version),
+		stderr:   newTailBuffer(stderrTail),
+		memoryMB: memoryMB(w.Config),
+		stopCh:   make(chan struct{}), hurry: make(chan struct{}), done: make(chan struct{}),
+	}
+	env := processEnv(w, runtimes.EnvListenFD+"="+strconv.Itoa(listenFD))
+	in.command = func(ln *os.File) (*sandbox.Cmd, error) {
+		return d.processCommand(k, spec, dir, env, in.memoryMB, ln)
+	}
+	if err := in.start(ctx); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// spawn starts one process of the instance, on a fresh listening socket at
+// the instance's path, which only the process holds once it started: when
+// it exits, connections are refused (and the proxy wakes the function).
+func (in *instance) spawn() (*proc, error) {
+	ln, err := in.d.sockets.listen(in.socket)
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close()
+	cmd, err := in.command(ln)
+	if err != nil {
+		return nil, err
+	}
+	p, err := startProc(cmd,
 		&lineLogger{log: in.log, stream: "stdout"},
 		&lineLogger{log: in.log, stream: "stderr", tail: in.stderr})
+	if err != nil {
+		return nil, err
+	}
+	in.mu.Lock()
+	in.cur = p
+	in.mu.Unlock()
+	return p, nil
+}
+
+// exitReason waits, until ctx ends, for the instance's current process to
+// end and says how ("out of memory (128 MiB)", "signal: killed"); "" when
+// it is still running then.
+func (in *instance) exitReason(ctx context.Context) string {
+	in.mu.Lock()
+	p := in.cur
+	in.mu.Unlock()
+	if p == nil {
+		return ""
+	}
+	select {
+	case <-p.done:
+		return in.exitDesc(p)
+	case <-ctx.Done():
+		return ""
+	}
 }
 
 // start runs the first process and, once it is healthy, supervises it.
@@ -120,55 +140,43 @@ func (in *instance) start(ctx context.Context) error {
 		close(in.done)
 		return err
 	}
-	err = waitHealthy(ctx, in.d.closing, in.endpoint, p, in.d.opts.StartTimeout)
+	err = waitHealthy(ctx, in.d.closing, in.health, p, in.d.opts.StartTimeout)
 	if err != nil {
 		p.terminate(in.d.opts.StopGrace, nil)
 		close(in.done)
+		in.d.sockets.remove(in.socket)
 		tail := lastLines(in.stderr.String(), failureLines, 4<<10)
 		switch {
 		case errors.Is(err, errClosed):
 			return errClosed
 		case ctx.Err() != nil:
 			return domain.Errorf(domain.EUNAVAILABLE, "start %s v%d: %v", in.key, in.version, ctx.Err())
-		case p.state != nil && errors.Is(err, errExited) && portTaken(tail):
-			return errPortTaken
 		case errors.Is(err, errExited):
 			return domain.Errorf(domain.EUNPROCESSABLE, "version %d of %s failed to start: the process exited (%s) before it was healthy:\n%s",
-				in.version, in.key, p.state.desc, tail)
+				in.version, in.key, in.exitDesc(p), tail)
 		default:
 			return domain.Errorf(domain.EUNPROCESSABLE, "version %d of %s failed to start: %v:\n%s", in.version, in.key, err, tail)
 		}
 	}
+	in.d.register(in)
 	in.log.Info("localdriver: function started", "startup", time.Since(began).Round(time.Millisecond))
 	go in.supervise(p)
 	return nil
 }
 
-// portTaken reports whether a wrapper's stderr says its port was in use.
-func portTaken(stderr string) bool {
-	return strings.Contains(stderr, "already in use") || strings.Contains(stderr, "EADDRINUSE")
-}
-
 var errExited = errors.New("exited")
 
-// healthClient checks /_sless/health; no keep-alive, so that it leaves no
-// connection open to a process that is about to be replaced.
-var healthClient = &http.Client{
-	Timeout:   2 * time.Second,
-	Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
-}
-
-// waitHealthy polls the health path until it answers 200. It returns
-// errExited when the process ends first, an error after timeout, ctx's
-// error, or errClosed when closing is closed.
-func waitHealthy(ctx context.Context, closing <-chan struct{}, endpoint string, p *proc, timeout time.Duration) error {
+// waitHealthy polls the health path through client until it answers 200. It
+// returns errExited when the process ends first, an error after timeout,
+// ctx's error, or errClosed when closing is closed.
+func waitHealthy(ctx context.Context, closing <-chan struct{}, client *http.Client, p *proc, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	// Short polls first: Go answers within milliseconds, Python and Node.js
-	// within ~100 ms; a connect to a closed loopback port costs microseconds.
+	// within ~100 ms; a connect to a socket nobody accepts on costs microseconds.
 	interval := 2 * time.Millisecond
 	for {
-		if healthy(ctx, endpoint) {
+		if healthy(ctx, client) {
 			return nil
 		}
 		t := time.NewTimer(interval)
@@ -191,17 +199,26 @@ func waitHealthy(ctx context.Context, closing <-chan struct{}, endpoint string, 
 	}
 }
 
-func healthy(ctx context.Context, endpoint string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+healthPath, nil)
+func healthy(ctx context.Context, client *http.Client) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://function"+healthPath, nil)
 	if err != nil {
 		return false
 	}
-	resp, err := healthClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return false
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// exitDesc says how the process ended: "out of memory (128 MiB)" when the
+// kernel killed it at the instance's memory limit.
+func (in *instance) exitDesc(p *proc) string {
+	if p.oomKilled {
+		return fmt.Sprintf("out of memory (%d MiB)", in.memoryMB)
+	}
+	return p.state.desc
 }
 
 // supervise waits for the process to exit and restarts it with exponential
@@ -228,7 +245,7 @@ func (in *instance) supervise(p *proc) {
 		now := time.Now()
 		desc := "could not be started"
 		if p != nil {
-			desc = p.state.desc
+			desc = in.exitDesc(p)
 			if now.Sub(p.started) > o.CrashLoopWindow {
 				backoff = o.RestartBackoff // it ran long enough to count as recovered
 			}
@@ -282,14 +299,16 @@ func (in *instance) failed() string {
 }
 
 // stop stops supervising and the process (SIGTERM, SIGKILL after the grace
-// period or as soon as ctx ends) and returns once it is gone.
+// period or as soon as ctx ends) and returns once it is gone; its socket
+// is removed.
 func (in *instance) stop(ctx context.Context) {
 	in.stopOnce.Do(func() { close(in.stopCh) })
 	select {
 	case <-in.done:
-		return
 	case <-ctx.Done():
+		in.hurryOnce.Do(func() { close(in.hurry) })
+		<-in.done
 	}
-	in.hurryOnce.Do(func() { close(in.hurry) })
-	<-in.done
+	in.d.unregister(in)
+	in.d.sockets.remove(in.socket)
 }

@@ -28,6 +28,9 @@ type proc struct {
 	started time.Time
 	done    chan struct{} // closed once the group is gone and its output read; state is then set
 	state   *exitState
+	// oomKilled: the kernel killed a process of its sandbox at the memory
+	// limit of the whole sandbox (set with state).
+	oomKilled bool
 }
 
 // exitState is how a process ended.
@@ -87,6 +90,7 @@ func startProc(cmd *sandbox.Cmd, stdout, stderr io.Writer) (*proc, error) {
 		outR.Close()
 		errR.Close()
 		p.state = describeExit(cmd.Cmd, err)
+		p.oomKilled = cmd.OOMKilled()
 		close(p.done)
 	}()
 	return p, nil

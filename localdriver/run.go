@@ -76,7 +76,7 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 	defer close(j.done)
 
 	stdout, stderr := newTailBuffer(MaxOutput), newTailBuffer(MaxOutput)
-	cmd, err := d.processCommand(k, spec, dir, env, memoryMB(r.Config))
+	cmd, err := d.processCommand(k, spec, dir, env, memoryMB(r.Config), nil)
 	if err != nil {
 		return workers.RunResult{}, err
 	}
@@ -102,6 +102,9 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 	case <-ctx.Done():
 		p.kill()
 		return workers.RunResult{}, domain.Errorf(domain.EUNAVAILABLE, "run %s v%d: %v", k, r.Version, ctx.Err())
+	}
+	if p.oomKilled {
+		fmt.Fprintf(stderr, "\nsless: killed: out of memory (%d MiB, all its processes together)\n", memoryMB(r.Config))
 	}
 	res := workers.RunResult{ExitCode: p.state.code, Stdout: stdout.String(), Stderr: stderr.String()}
 	if timedOut || res.ExitCode == 124 {

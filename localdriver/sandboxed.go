@@ -11,6 +11,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/localdriver/sandbox"
+	"github.com/slessio/sless/localdriver/sandbox/egress"
 	"github.com/slessio/sless/runtimes"
 )
 
@@ -20,24 +21,34 @@ const appDir = "/app"
 
 // processCommand prepares a function process (server or job) of version
 // directory dir: the version read-only at /app, HOME and TMPDIR the
-// sandbox's private /tmp, env after the runtime's base environment, and
-// RLIMIT_DATA from memory_mb (see memoryAllowanceMB).
-func (d *Driver) processCommand(k fnKey, rs runtimes.Spec, dir string, env []string, memoryMB int) (*sandbox.Cmd, error) {
+// sandbox's private /tmp, env after the runtime's base environment, the
+// functions' network policy, memory_mb for the whole sandbox (a cgroup) and,
+// as a second line, RLIMIT_DATA of memory_mb plus memoryAllowanceMB per
+// process. A server gets its listening socket ln as descriptor listenFD;
+// a job passes nil.
+func (d *Driver) processCommand(k fnKey, rs runtimes.Spec, dir string, env []string, memoryMB int, ln *os.File) (*sandbox.Cmd, error) {
 	full := make([]string, 0, len(rs.Env)+len(env)+2)
 	full = append(append(append(full, rs.Env...), "HOME=/tmp", "TMPDIR=/tmp"), env...)
-	return d.sb.Command(sandbox.Spec{
+	spec := sandbox.Spec{
 		Tenant: k.ns, Path: rs.Path, Args: rs.Args, Dir: rs.Dir, Env: full,
 		Binds:       []sandbox.Bind{{Source: dir, Dest: appDir}},
 		Roots:       toolRoots(rs.Path, dir),
-		MemoryBytes: uint64(memoryMB+memoryAllowanceMB) << 20,
-	})
+		Network:     d.sb.FunctionNetwork(),
+		MemoryBytes: uint64(memoryMB) << 20,
+		DataBytes:   uint64(memoryMB+memoryAllowanceMB) << 20,
+	}
+	if ln != nil {
+		spec.ExtraFiles = []*os.File{ln}
+	}
+	return d.sb.Command(spec)
 }
 
 // buildOptions returns how the build steps of function k in build directory
 // dir run: each tool in a sandbox of the tenant with dir writable at /app and
-// the tenant's home (its Go and npm caches) at sandbox.HomeDir; without a
-// sandbox, as plain processes with the platform's own caches. Installed
-// dependencies (Python's, npm's) are kept for reuse in Dir/deps/<ns>, the tenant's own.
+// the tenant's home (its Go and npm caches) at sandbox.HomeDir, reaching only
+// its package indexes (buildNetwork); without a sandbox, as plain processes
+// with the platform's own caches. Installed dependencies (Python's, npm's)
+// are kept for reuse in Dir/deps/<ns>, the tenant's own.
 func (d *Driver) buildOptions(k fnKey, dir string, env []string) runtimes.BuildOptions {
 	opts := runtimes.BuildOptions{Env: env, CheckTimeout: d.opts.StartTimeout, StepTimeout: d.opts.BuildStepTimeout,
 		MaxDepsBytes: d.opts.MaxDepsBytes, DepsCache: filepath.Join(d.opts.Dir, "deps", k.ns)}
@@ -45,10 +56,15 @@ func (d *Driver) buildOptions(k fnKey, dir string, env []string) runtimes.BuildO
 		opts.Home = sandbox.HomeDir
 	}
 	opts.Runner = func(ctx context.Context, t runtimes.Tool) ([]byte, error) {
+		network, err := buildNetwork(t)
+		if err != nil {
+			return nil, err
+		}
 		c, err := d.sb.Command(sandbox.Spec{
 			Tenant: k.ns, Path: t.Path, Args: t.Args, Dir: t.Dir, Env: t.Env, Home: true,
-			Binds: []sandbox.Bind{{Source: dir, Dest: appDir, Writable: true}},
-			Roots: toolRoots(t.Path, dir),
+			Binds:   []sandbox.Bind{{Source: dir, Dest: appDir, Writable: true}},
+			Roots:   toolRoots(t.Path, dir),
+			Network: network,
 		})
 		if err != nil {
 			return nil, err
@@ -67,6 +83,30 @@ func (d *Driver) buildOptions(k fnKey, dir string, env []string) runtimes.BuildO
 		return out.Bytes(), err
 	}
 	return opts
+}
+
+// buildNetwork is the network of a build step (runtimes.Tool.Index and
+// Internet): a package index the operator configured on a private address
+// or on this machine (a local mirror) is opened by its address and port, and
+// nothing else is; a public index, configured or the tool's default, opens
+// the internet without the private ranges and the host (indexes serve files
+// from CDNs whose addresses change), and so does Go's "direct" (modules from
+// their repositories). A step that downloads nothing (the entrypoint check)
+// gets no network at all.
+func buildNetwork(t runtimes.Tool) (egress.Policy, error) {
+	p := egress.Policy{Internet: t.Internet}
+	rules, err := egress.URLRules(t.Index...)
+	if err != nil {
+		return p, err
+	}
+	for _, r := range rules {
+		if egress.IsBlocked(r.Prefix.Addr()) {
+			p.Allow = append(p.Allow, r)
+		} else {
+			p.Internet = true
+		}
+	}
+	return p, nil
 }
 
 // toolRoots returns the folder a program outside dir lives in, for a sandbox

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/workers"
 )
@@ -98,7 +99,7 @@ func TestLocalDriverEndToEnd(t *testing.T) {
 		return nil
 	})
 	var got struct{ Hello string }
-	if err := json.Unmarshal([]byte(httpGet(t, endpoint+"/")), &got); err != nil || got.Hello != "python" {
+	if err := json.Unmarshal([]byte(httpGet(t, testutil.EndpointURL(endpoint)+"/")), &got); err != nil || got.Hello != "python" {
 		t.Fatalf("GET %s = %+v (%v)", endpoint, got, err)
 	}
 
@@ -130,7 +131,7 @@ func TestLocalDriverEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := shortClient.Get(endpoint + "/"); err == nil {
+	if _, err := shortClient.Get(testutil.EndpointURL(endpoint) + "/"); err == nil {
 		t.Fatalf("the function still answers at %s after scaling to zero", endpoint)
 	}
 	h.setTriggerEnabled("py-http", true)
@@ -196,7 +197,7 @@ func killServer(t *testing.T, dir, ns string) {
 
 // shortClient bounds the tests' requests to function processes, so a
 // process that accepts and never answers fails the test instead of hanging it.
-var shortClient = &http.Client{Timeout: 30 * time.Second}
+var shortClient = testutil.EndpointClient(30*time.Second, true)
 
 func httpGet(t *testing.T, url string) string {
 	t.Helper()

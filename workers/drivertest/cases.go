@@ -3,13 +3,13 @@ package drivertest
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/workers"
 )
 
@@ -153,7 +153,7 @@ func testCrashRestart(t *testing.T, h Harness) {
 	w := x.mustBuild(s, config(s, nil, 0))
 	endpoint := x.mustDeploy(w)
 	before := x.mustGet(endpoint, "/")
-	conn := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	conn := testutil.EndpointClient(10*time.Second, false)
 	if err := h.request(context.Background(), conn, endpoint, "/crash", nil); err == nil {
 		t.Fatal("a request that exits the process was answered")
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/ziptest"
@@ -160,10 +161,7 @@ type answer struct {
 }
 
 // client talks to function endpoints with keep-alive, as the proxy does.
-var client = &http.Client{
-	Timeout:   30 * time.Second,
-	Transport: &http.Transport{MaxIdleConnsPerHost: 32, Proxy: nil},
-}
+var client = testutil.EndpointClient(30*time.Second, true)
 
 // get requests url and decodes a 200 JSON answer into v.
 func get(ctx context.Context, c *http.Client, url string, v any) error {
@@ -223,7 +221,7 @@ func (x *fn) mustGet(endpoint, path string) answer {
 
 // fresh talks to function endpoints on a new connection per request, so
 // that a request sees whether something listens now.
-var fresh = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+var fresh = testutil.EndpointClient(5*time.Second, false)
 
 // waitGone asks endpoint for path on fresh connections until a request
 // fails; it fails the test if the endpoint still answers 200 after the

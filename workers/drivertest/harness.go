@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/workers"
 )
@@ -36,7 +37,8 @@ type Harness struct {
 	// Remove (processes, files, objects); the suite expects nothing.
 	Leftovers func(ctx context.Context, namespace, function string) ([]string, error)
 	// URL turns an endpoint from Deploy into a URL this test process can
-	// reach; nil uses the endpoint as it is.
+	// reach; nil uses testutil.EndpointURL (http(s) endpoints as they are,
+	// Unix sockets through the suite's clients).
 	URL func(endpoint string) string
 	// Get asks the function served at endpoint (from Deploy) for path and
 	// returns the body of its 200 answer, or an error for a failed request
@@ -72,7 +74,7 @@ func (h Harness) withDefaults() Harness {
 		h.BaseImage = func(rt domain.Runtime) string { return "sless/" + string(rt) }
 	}
 	if h.URL == nil {
-		h.URL = func(endpoint string) string { return endpoint }
+		h.URL = testutil.EndpointURL
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
