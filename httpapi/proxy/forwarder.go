@@ -201,7 +201,11 @@ func (p *Proxy) writeHead(bw *bufio.Writer, r *http.Request, c *call) {
 		bw.WriteString(r.URL.RawQuery)
 	}
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
-	bw.WriteString(c.target.Host)
+	if c.target.Scheme == unixScheme {
+		bw.WriteString("localhost") // a socket has no host name
+	} else {
+		bw.WriteString(c.target.Host)
+	}
 	bw.WriteString("\r\n")
 	connection := r.Header["Connection"]
 	for k, vs := range r.Header {

@@ -308,6 +308,35 @@ func (p *Proxy) Sleep(ctx context.Context, namespace, function string) error {
 	return err
 }
 
+// exitReasoner is implemented by a Scaler whose driver can say why the
+// process behind an endpoint ended (the local driver: "out of memory
+// (128 MiB)"), so that the invocation log says why a request got no answer.
+type exitReasoner interface {
+	// ExitReason waits, until ctx ends, for the process behind endpoint to
+	// have ended, and says how; "" when it did not end or is unknown.
+	ExitReason(ctx context.Context, endpoint string) string
+}
+
+// exitReasonWait bounds how long a failed request waits to learn why its
+// function's process ended: the proxy sees the connection break about when
+// the driver sees the process exit.
+const exitReasonWait = 500 * time.Millisecond
+
+// exitReason returns why the process behind target ended, or "".
+func (p *Proxy) exitReason(target *url.URL) string {
+	er, ok := p.cfg.Scaler.(exitReasoner)
+	if !ok {
+		return ""
+	}
+	endpoint := target.String()
+	if target.Scheme == unixScheme {
+		endpoint = unixScheme + ":" + target.Host
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), exitReasonWait)
+	defer cancel()
+	return er.ExitReason(ctx, endpoint)
+}
+
 // DriverScaler is a Scaler that runs a function's active version through a
 // workers.Driver: Wake is Deploy with one replica, Sleep Deploy with none.
 // It reads the active version from the read model (one query per start or
@@ -339,6 +368,15 @@ func (s DriverScaler) Sleep(ctx context.Context, namespace, function string) err
 	}
 	_, err = s.Driver.Deploy(ctx, workers.Deployment{Workload: w, Replicas: 0})
 	return err
+}
+
+// ExitReason asks the driver why the process behind endpoint ended, when
+// it can say (see exitReasoner).
+func (s DriverScaler) ExitReason(ctx context.Context, endpoint string) string {
+	if er, ok := s.Driver.(exitReasoner); ok {
+		return er.ExitReason(ctx, endpoint)
+	}
+	return ""
 }
 
 func (s DriverScaler) workload(ctx context.Context, ns, name string) (workers.Workload, error) {

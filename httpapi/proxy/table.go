@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,8 +190,16 @@ func (p *Proxy) idleFor(k fnKey) time.Duration {
 	return max(p.cfg.IdleTimeout, 0)
 }
 
-// parseEndpoint accepts only absolute http(s) URLs without user info.
+// parseEndpoint accepts absolute http(s) URLs without user info, and
+// "unix:/path" of a Unix socket (the local driver's functions), which it
+// returns with the socket's path as Host (what the connection pool keys on).
 func parseEndpoint(s string) (*url.URL, error) {
+	if path, ok := strings.CutPrefix(s, unixScheme+":"); ok {
+		if !strings.HasPrefix(path, "/") {
+			return nil, domain.Errorf(domain.EINVALID, "endpoint %q is not the absolute path of a socket", s)
+		}
+		return &url.URL{Scheme: unixScheme, Host: path}, nil
+	}
 	u, err := url.Parse(s)
 	switch {
 	case err != nil:
@@ -200,6 +209,9 @@ func parseEndpoint(s string) (*url.URL, error) {
 	}
 	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
 }
+
+// unixScheme marks the endpoint of a function served on a Unix socket.
+const unixScheme = "unix"
 
 // maxNotices bounds the functions announced and not yet read; past it, the
 // proxy reads every route once instead (a projections rebuild, a burst).

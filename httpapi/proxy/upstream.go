@@ -93,11 +93,16 @@ func (h *hostConns) reserve(ctx context.Context, deadline time.Time) error {
 	}
 }
 
-// dial opens a connection to target (TLS for https), within deadline.
+// dial opens a connection to target (TLS for https; a Unix socket for
+// unix, whose path parseEndpoint put in Host), within deadline.
 func (u *upstream) dial(ctx context.Context, target *url.URL, deadline time.Time) (*upConn, error) {
 	d := u.dialer
 	d.Deadline = deadline
-	c, err := d.DialContext(ctx, "tcp", target.Host)
+	network := "tcp"
+	if target.Scheme == unixScheme {
+		network = "unix"
+	}
+	c, err := d.DialContext(ctx, network, target.Host)
 	if err != nil {
 		return nil, err
 	}
