@@ -10,8 +10,19 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
+
+	"github.com/slessio/sless/domain"
 )
+
+// DefaultUser is the account that runs initdb and postgres when the process is
+// root (see Options.User). It is sless's own, shared with no other service, so
+// that whoever takes over another account (such as the postgres user of the
+// machine's own PostgreSQL) cannot read the private cluster; it is created
+// when missing.
+const DefaultUser = "sless-postgres"
 
 // account is the operating-system user that runs initdb and postgres. The zero
 // value means "the current process's user".
@@ -22,18 +33,25 @@ type account struct {
 }
 
 // chooseAccount returns the current user, or, when the process is root (which
-// initdb and postgres refuse), the named unprivileged user ("postgres" if empty).
-func chooseAccount(name string) (account, error) {
+// initdb and postgres refuse), the named unprivileged user (DefaultUser if
+// empty), created when it does not exist. It fails with EUNAVAILABLE when the
+// user cannot be created.
+func chooseAccount(ctx context.Context, name string) (account, error) {
 	if os.Geteuid() != 0 {
 		return account{}, nil
 	}
 	if name == "" {
-		name = "postgres"
+		name = DefaultUser
 	}
 	u, err := user.Lookup(name)
+	if errors.As(err, new(user.UnknownUserError)) {
+		if err := createAccount(ctx, name, findTool); err != nil {
+			return account{}, err
+		}
+		u, err = user.Lookup(name)
+	}
 	if err != nil {
-		return account{}, fmt.Errorf("running as root: PostgreSQL refuses to run as root and there is no %q user to run it as "+
-			"(create one, e.g. `useradd --system postgres`, or run as an unprivileged user): %w", name, err)
+		return account{}, fmt.Errorf("look up user %s, who runs PostgreSQL because we are root: %w", name, err)
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
@@ -44,6 +62,57 @@ func chooseAccount(name string) (account, error) {
 		return account{}, fmt.Errorf("user %q is root; PostgreSQL needs an unprivileged user", name)
 	}
 	return account{name: name, uid: uint32(uid), gid: uint32(gid), other: true}, nil
+}
+
+// accountMu keeps this process's clusters from creating the same user at once
+// (another process doing it too is handled by looking again).
+var accountMu sync.Mutex
+
+// createAccount adds the system user name, with a group of its own, no home
+// and no login, with useradd or else adduser (find returns a program's path,
+// "" when it is not installed). It fails with EUNAVAILABLE, saying what to run,
+// when neither is installed or the one found fails.
+func createAccount(ctx context.Context, name string, find func(program string) string) error {
+	accountMu.Lock()
+	defer accountMu.Unlock()
+	if _, err := user.Lookup(name); err == nil {
+		return nil // created meanwhile
+	}
+	useradd := []string{"useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name}
+	adduser := []string{"adduser", "--system", "--group", "--no-create-home", "--home", "/nonexistent", "--shell", "/usr/sbin/nologin", name}
+	howTo := fmt.Sprintf("create it (`%s`) or run sless as an unprivileged user", strings.Join(useradd, " "))
+	for _, args := range [][]string{useradd, adduser} {
+		path := find(args[0])
+		if path == "" {
+			continue
+		}
+		out, err := exec.CommandContext(ctx, path, args[1:]...).CombinedOutput()
+		if _, lerr := user.Lookup(name); lerr == nil {
+			return nil // made by us, or by another process while we tried
+		}
+		if err == nil {
+			err = errors.New("exited 0 but the user does not exist")
+		}
+		return domain.Errorf(domain.EUNAVAILABLE, "running as root: PostgreSQL runs as user %s, who does not exist, and `%s` failed: %v: %s; %s",
+			name, strings.Join(args, " "), err, strings.TrimSpace(tail(string(out), 5)), howTo)
+	}
+	return domain.Errorf(domain.EUNAVAILABLE, "running as root: PostgreSQL runs as user %s, who does not exist, and neither useradd nor adduser is installed to create it; %s",
+		name, howTo)
+}
+
+// findTool returns the path of the program name, from PATH or else the sbin
+// directories (not on every root's PATH), or "" when there is none.
+func findTool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
 }
 
 // command prepares a PostgreSQL program to run as the account, in its own process

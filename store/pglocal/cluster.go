@@ -33,9 +33,10 @@ type Options struct {
 	// cluster's files.
 	Dir string
 	// SharedDir receives the cluster's files when the process is root and the
-	// postgres user cannot reach Dir (a parent such as /root or a `mktemp -d` is
-	// 0700): they go to SharedDir/pg-<hash of Dir's absolute path>, tied to Dir,
-	// and the password stays in Dir. Default DefaultSharedDir (/var/lib/sless).
+	// user running PostgreSQL (User) cannot reach Dir (a parent such as /root
+	// or a `mktemp -d` is 0700): they go to SharedDir/pg-<hash of Dir's
+	// absolute path>, tied to Dir, and the password stays in Dir. Default
+	// DefaultSharedDir (/var/lib/sless).
 	SharedDir string
 	// Port is the TCP port on 127.0.0.1; 0 picks a free one at start (a restart
 	// after a crash keeps it, since clients hold the URL).
@@ -43,7 +44,11 @@ type Options struct {
 	// BinDir is a directory holding initdb and postgres; empty searches PATH and
 	// /usr/lib/postgresql/*/bin, newest first.
 	BinDir string
-	// User runs initdb and postgres when the process is root; default "postgres".
+	// User runs initdb and postgres when the process is root, and owns the
+	// cluster's files; default DefaultUser (sless-postgres), created when
+	// missing. It should be an account of its own: whoever runs as it can read
+	// every secret in the cluster. A cluster owned by another user (made by an
+	// earlier sless as the postgres user) is handed to it at start.
 	User string
 	// Settings are extra server parameters (postgres -c name=value), such as
 	// fsync=off for a throwaway test cluster. Never use that for data you keep.
@@ -56,7 +61,8 @@ type Options struct {
 	// default 1 minute.
 	RestartTimeout time.Duration
 	// Logger receives one line per change of the server's state (down,
-	// restarting, back up, giving up); nil discards them.
+	// restarting, back up, giving up), and one when the files of a cluster
+	// owned by another user are handed to User; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -113,7 +119,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 
-	acct, err := chooseAccount(opts.User)
+	acct, err := chooseAccount(ctx, opts.User)
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +164,15 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		if err := stopStale(ctx, dataDir); err != nil {
 			return nil, err
+		}
+		if acct.other {
+			from, handed, err := acct.adopt(dataDir)
+			if err != nil {
+				return nil, err
+			}
+			if handed {
+				c.log.Info("handed the cluster's files to its own user", "user", acct.name, "previous_uid", from)
+			}
 		}
 	}
 
@@ -204,7 +219,8 @@ func (c *Cluster) Dir() string { return c.dir }
 
 // DataDir returns where the cluster's files (and its server log) live: Dir, or
 // the directory under Options.SharedDir that Dir's cluster was moved to because
-// the postgres user cannot reach Dir. Worth printing at start-up.
+// the user running PostgreSQL (Options.User) cannot reach Dir. Worth printing
+// at start-up.
 func (c *Cluster) DataDir() string { return c.dataDir }
 
 // Major returns the PostgreSQL major version of the server.

@@ -175,7 +175,7 @@ func TestRootWithClosedDataDirectory(t *testing.T) {
 	}
 	skipWithoutBinaries(t)
 	ctx := context.Background()
-	closed := t.TempDir() // like /root or a mktemp -d: the postgres user cannot enter
+	closed := t.TempDir() // like /root or a mktemp -d: the server's user cannot enter
 	if err := os.Chmod(closed, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -203,14 +203,14 @@ func TestRootWithClosedDataDirectory(t *testing.T) {
 	}
 	conn.Close(ctx)
 	// The password stays in the closed directory, root's alone; the cluster's
-	// files are the postgres user's alone.
-	postgres, err := chooseAccount("")
+	// files are the server's user's alone.
+	server, err := chooseAccount(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustMode(t, dir, 0o700, 0)
 	mustMode(t, filepath.Join(dir, passwordFile), 0o600, 0)
-	mustMode(t, dataDir, 0o700, postgres.uid)
+	mustMode(t, dataDir, 0o700, server.uid)
 	mustMode(t, DefaultSharedDir, 0o711, 0)
 
 	// Reused on the next start...

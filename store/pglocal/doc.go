@@ -10,15 +10,23 @@
 // directory is reused across restarts.
 //
 // initdb and postgres refuse to run as root. When the process is root, pglocal runs
-// them as the `postgres` system user (or Options.User), who owns the cluster's
-// files (0700, as initdb requires). When that user can pass through every parent
-// of the data directory, the cluster lives in it; when it cannot (the data
-// directory is under /root or a `mktemp -d`, both 0700), the cluster's files go
-// to /var/lib/sless/pg-<hash of the data directory's absolute path>
-// (Options.SharedDir; /var/lib/sless is 0711 so the postgres user can pass but not
-// list), while the password stays in the data directory, 0600 and root's, with a
-// sless.location file naming the cluster. Removing the data directory abandons
-// that cluster; the next start on the same path deletes it and begins afresh.
+// them as a system user of their own, `sless-postgres` (DefaultUser, or
+// Options.User), created (useradd, or adduser) when missing, who owns the
+// cluster's files (0700, as initdb requires). It is not the machine's `postgres`
+// user, which an earlier sless used: that account is shared with the host's own
+// PostgreSQL, and whoever takes it over must not read the private cluster (its
+// WAL holds the tenants' secrets). A cluster owned by another user, such as one
+// made by that earlier sless, is handed over at start and keeps its data; the
+// walk, as root, follows no link its old owner may have planted.
+//
+// When the account can pass through every parent of the data directory, the
+// cluster lives in it; when it cannot (the data directory is under /root or a
+// `mktemp -d`, both 0700), the cluster's files go to /var/lib/sless/pg-<hash of
+// the data directory's absolute path> (Options.SharedDir; /var/lib/sless is 0711
+// so the account can pass but not list), while the password stays in the data
+// directory, 0600 and root's, with a sless.location file naming the cluster.
+// Removing the data directory abandons that cluster; the next start on the same
+// path deletes it and begins afresh.
 // Missing parents of the data directory are created 0711 for the same reason;
 // the directories holding secrets are 0700.
 //
@@ -32,5 +40,6 @@
 //	running ─▶ down ─▶ restarting ─▶ running (back up)
 //	                        └──────▶ given up (Done, Err)
 //
-// pglocal imports only the standard library and pgx.
+// pglocal imports only the standard library, pgx and domain (for its error
+// codes).
 package pglocal

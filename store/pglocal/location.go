@@ -12,8 +12,9 @@ import (
 	"strings"
 )
 
-// DefaultSharedDir is where the clusters of data directories that the postgres
-// user cannot reach are kept when the process is root (see Options.SharedDir).
+// DefaultSharedDir is where the clusters of data directories that the user
+// running PostgreSQL cannot reach are kept when the process is root (see
+// Options.SharedDir).
 const DefaultSharedDir = "/var/lib/sless"
 
 const (
@@ -22,9 +23,10 @@ const (
 )
 
 // locate returns the directory the cluster's files live in (PGDATA) for the data
-// directory dir: dir itself, or, when we are root and the postgres user cannot
-// enter dir (a 0700 parent such as /root or a mktemp -d), a directory of its own
-// under shared named after dir's path. The password stays in dir either way.
+// directory dir: dir itself, or, when we are root and acct (the user running
+// PostgreSQL) cannot enter dir (a 0700 parent such as /root or a mktemp -d), a
+// directory of its own under shared named after dir's path. The password stays
+// in dir either way.
 //
 // Once made, the choice is kept: a relocated cluster is recorded in dir's
 // locationFile (recorded is then true), an in-place one by its PG_VERSION.
@@ -56,9 +58,10 @@ func locate(dir string, acct account, shared string) (dataDir string, relocated,
 	return filepath.Join(shared, "pg-"+hex.EncodeToString(sum[:8])), true, false, nil
 }
 
-// mkdirParents creates dir's missing parents 0711: the postgres user may have to
-// pass through them to reach the data directory (when we are root), but has no
-// reason to list them. Secrets live one level down, in a 0700 directory.
+// mkdirParents creates dir's missing parents 0711: the user running PostgreSQL
+// may have to pass through them to reach the data directory (when we are
+// root), but has no reason to list them. Secrets live one level down, in a
+// 0700 directory.
 func mkdirParents(dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return fmt.Errorf("create data directory: %w", err)

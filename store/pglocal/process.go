@@ -60,7 +60,7 @@ func (c *Cluster) launch(ctx context.Context) (*process, error) {
 
 	args := []string{"-D", c.dataDir, "-p", strconv.Itoa(c.port),
 		"-c", "listen_addresses=127.0.0.1",
-		// No Unix socket, so no socket directory for the postgres user to
+		// No Unix socket, so no socket directory for the server's user to
 		// reach (or to be too long for sun_path), and no way in for other users.
 		"-c", "unix_socket_directories=",
 	}
