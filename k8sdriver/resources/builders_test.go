@@ -29,7 +29,7 @@ func builderConfig() Config {
 		Registry: "registry.test/sless",
 		Cache:    true, CacheRepo: "registry.test/sless/cache",
 		S3:           S3Config{Bucket: "sless-code", Endpoint: "http://minio.sless-system.svc:9000"},
-		EgressCIDRs:  []string{"0.0.0.0/0"},
+		EgressAllow:  []domain.EgressRule{{Prefix: netip.MustParsePrefix("10.20.0.0/16"), Port: 5432}, {Prefix: netip.MustParsePrefix("127.0.0.1/32"), Port: 5432}},
 		BuildTimeout: 10 * time.Minute,
 	}
 }
@@ -377,6 +377,22 @@ func TestTenantObjects(t *testing.T) {
 			}
 		}
 	}
+	// The same promise as the local driver's sandboxes (egress package):
+	// the internet, what the operator opened, nothing of the blocked ranges.
+	for _, c := range []struct {
+		addr    string
+		port    int32
+		allowed bool
+	}{
+		{"93.184.216.34", 443, true}, {"203.0.113.10", 80, true},
+		{"10.20.1.5", 5432, true}, {"10.20.1.5", 22, false}, {"10.1.1.1", 5432, false},
+		{"172.16.0.1", 80, false}, {"192.168.1.1", 80, false}, {"100.64.0.1", 80, false},
+		{"169.254.169.254", 80, false}, {"127.0.0.1", 5432, false}, {"224.0.0.1", 80, false},
+	} {
+		if got := egressAllows(np, netip.MustParseAddr(c.addr), c.port); got != c.allowed {
+			t.Errorf("egress to %s:%d allowed = %v, want %v", c.addr, c.port, got, c.allowed)
+		}
+	}
 	quota := decode[corev1.ResourceQuota](t, objs["tenant-quota"])
 	for _, r := range []corev1.ResourceName{"pods", "requests.cpu", "requests.memory", "count/jobs.batch"} {
 		if _, ok := quota.Spec.Hard[r]; !ok {
@@ -387,8 +403,8 @@ func TestTenantObjects(t *testing.T) {
 	if len(lr.Spec.Limits) != 1 || lr.Spec.Limits[0].Default.Memory().IsZero() || lr.Spec.Limits[0].DefaultRequest.Memory().IsZero() {
 		t.Errorf("limit range lacks defaults: %+v", lr.Spec)
 	}
-	if _, err := TenantObjects(Config{EgressCIDRs: []string{"not-a-cidr"}}, goldenNS); domain.ErrorCode(err) != domain.EINVALID {
-		t.Errorf("a bad egress CIDR = %v, want EINVALID", err)
+	if _, err := TenantObjects(Config{EgressAllow: []domain.EgressRule{{Prefix: netip.MustParsePrefix("0.0.0.0/0")}}}, goldenNS); domain.ErrorCode(err) != domain.EINVALID {
+		t.Errorf("a rule opening every address = %v, want EINVALID", err)
 	}
 	if _, err := TenantObjects(Config{}, "default"); domain.ErrorCode(err) != domain.EINVALID {
 		t.Errorf("a namespace that is not a tenant's = %v, want EINVALID", err)
@@ -434,4 +450,30 @@ func TestNames(t *testing.T) {
 	if ObjectName("hello") != "hello" || ObjectName("1abc")[0] != 'f' || len(ObjectName("9"+long[:62])) > 63 {
 		t.Errorf("ObjectName: %q %q", ObjectName("hello"), ObjectName("1abc"))
 	}
+}
+
+// egressAllows reports whether a NetworkPolicy's ipBlock egress rules let
+// a TCP connection to addr:port through.
+func egressAllows(np *networkingv1.NetworkPolicy, addr netip.Addr, port int32) bool {
+	for _, rule := range np.Spec.Egress {
+		portOK := len(rule.Ports) == 0
+		for _, p := range rule.Ports {
+			if p.Protocol != nil && *p.Protocol == corev1.ProtocolTCP && p.Port != nil && p.Port.IntVal == port {
+				portOK = true
+			}
+		}
+		for _, peer := range rule.To {
+			if peer.IPBlock == nil || !portOK || !netip.MustParsePrefix(peer.IPBlock.CIDR).Contains(addr) {
+				continue
+			}
+			excepted := false
+			for _, ex := range peer.IPBlock.Except {
+				excepted = excepted || netip.MustParsePrefix(ex).Contains(addr)
+			}
+			if !excepted {
+				return true
+			}
+		}
+	}
+	return false
 }

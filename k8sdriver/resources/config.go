@@ -56,9 +56,13 @@ type Config struct {
 	// LimitDefault and LimitDefaultRequest are the tenant LimitRange's
 	// container defaults (defaults: memory 256Mi / cpu 500m; memory 128Mi / cpu 50m).
 	LimitDefault, LimitDefaultRequest map[string]string
-	// EgressCIDRs are the destinations functions may reach besides DNS (none
-	// by default); the cloud metadata address 169.254.169.254 is always excepted.
-	EgressCIDRs []string
+	// EgressAllow are the destinations the operator opens to functions
+	// (SLESS_EGRESS_ALLOW) besides DNS and the internet, which every
+	// function reaches without domain.EgressBlocked (private, link-local —
+	// the cloud metadata endpoint — and reserved ranges): what the local
+	// driver's sandboxes get. Rules for the machine's loopback mean nothing
+	// to a pod and are left out.
+	EgressAllow []domain.EgressRule
 	// CrashLoopRestarts is how many restarts of a new version's container make
 	// the driver's Deploy give up with EUNPROCESSABLE (default 3).
 	CrashLoopRestarts int32

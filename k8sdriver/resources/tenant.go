@@ -32,8 +32,9 @@ type Tenant struct {
 
 // TenantObjects returns the objects of a tenant namespace: the Namespace
 // with Pod Security "restricted" enforced, a NetworkPolicy that denies all
-// traffic but DNS and ingress from the control plane (and egress to
-// Config.EgressCIDRs, never to the metadata address), and the quota and
+// traffic but ingress from the control plane and egress to DNS, the
+// internet (never domain.EgressBlocked: private, link-local with the cloud
+// metadata address, reserved) and Config.EgressAllow, and the quota and
 // default limits. It returns EINVALID for a bad namespace or configuration.
 func TenantObjects(cfg Config, ns string) (Tenant, error) {
 	cfg = cfg.WithDefaults()
@@ -59,16 +60,30 @@ func TenantObjects(cfg Config, ns string) (Tenant, error) {
 			WithPorts(netv1ac.NetworkPolicyPort().WithProtocol(udp).WithPort(dns),
 				netv1ac.NetworkPolicyPort().WithProtocol(tcp).WithPort(dns)),
 	}
-	for _, cidr := range cfg.EgressCIDRs {
-		prefix, err := netip.ParsePrefix(cidr)
-		if err != nil {
-			return Tenant{}, domain.Errorf(domain.EINVALID, "k8sdriver: egress CIDR %q: %v", cidr, err)
+	// The internet: everything but the blocked ranges.
+	internet := netv1ac.IPBlock().WithCIDR("0.0.0.0/0")
+	for _, blocked := range domain.EgressBlocked {
+		internet.WithExcept(blocked.String())
+	}
+	egress = append(egress, netv1ac.NetworkPolicyEgressRule().WithTo(netv1ac.NetworkPolicyPeer().WithIPBlock(internet)))
+	for _, r := range cfg.EgressAllow {
+		if err := domain.CheckEgressRule(r); err != nil {
+			return Tenant{}, domain.Errorf(domain.EINVALID, "k8sdriver: egress rule %s: %v", r, err)
 		}
-		block := netv1ac.IPBlock().WithCIDR(prefix.Masked().String())
-		if prefix.Contains(metadataIP) {
+		if r.HostLoopback() {
+			continue
+		}
+		block := netv1ac.IPBlock().WithCIDR(r.Prefix.Masked().String())
+		if r.Prefix.Contains(metadataIP) && r.Prefix.Bits() < 32 {
 			block.WithExcept(netip.PrefixFrom(metadataIP, 32).String())
 		}
-		egress = append(egress, netv1ac.NetworkPolicyEgressRule().WithTo(netv1ac.NetworkPolicyPeer().WithIPBlock(block)))
+		rule := netv1ac.NetworkPolicyEgressRule().WithTo(netv1ac.NetworkPolicyPeer().WithIPBlock(block))
+		if r.Port != 0 {
+			port := intstr.FromInt32(int32(r.Port))
+			rule.WithPorts(netv1ac.NetworkPolicyPort().WithProtocol(tcp).WithPort(port),
+				netv1ac.NetworkPolicyPort().WithProtocol(udp).WithPort(port))
+		}
+		egress = append(egress, rule)
 	}
 	np := netv1ac.NetworkPolicy(NetworkPolicyName, ns).
 		WithLabels(tenantLabels).
