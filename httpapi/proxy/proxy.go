@@ -224,7 +224,7 @@ func (p *Proxy) Lookup(namespace, function string) (RouteState, bool) {
 	e.mu.Lock()
 	st.State, st.Awake, st.Waiting = e.state.String(), e.state == awake, e.waiting
 	if e.live != nil {
-		st.Live = e.live.String()
+		st.Live = endpointOf(e.live)
 	}
 	e.mu.Unlock()
 	return st, true

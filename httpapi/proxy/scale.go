@@ -328,10 +328,7 @@ func (p *Proxy) exitReason(target *url.URL) string {
 	if !ok {
 		return ""
 	}
-	endpoint := target.String()
-	if target.Scheme == unixScheme {
-		endpoint = unixScheme + ":" + target.Host
-	}
+	endpoint := endpointOf(target)
 	ctx, cancel := context.WithTimeout(context.Background(), exitReasonWait)
 	defer cancel()
 	return er.ExitReason(ctx, endpoint)

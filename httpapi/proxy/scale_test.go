@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -173,27 +172,27 @@ func TestDialFailureWakesAgain(t *testing.T) {
 
 // stopBehindTheBack stops a function's process through the driver, as a
 // crash or an operator would, without the proxy knowing, and waits until its
-// port refuses connections: until then a request may still reach the dying
+// socket takes no connection: until then a request may still reach the dying
 // process and fail after it was sent, which no proxy may retry blindly.
 func (f *fixture) stopBehindTheBack(w workers.Workload) {
 	f.t.Helper()
 	st, _ := f.proxy.Lookup(f.ns, w.Function)
-	u, err := url.Parse(st.Live)
-	if err != nil || u.Host == "" {
-		f.t.Fatalf("no live endpoint for %s: %+v (%v)", w.Function, st, err)
+	socket, ok := strings.CutPrefix(st.Live, "unix:")
+	if !ok {
+		f.t.Fatalf("no live endpoint for %s: %+v", w.Function, st)
 	}
 	if _, err := f.driver.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 0}); err != nil {
 		f.t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		conn, err := net.DialTimeout("tcp", u.Host, time.Second)
+		conn, err := net.DialTimeout("unix", socket, time.Second)
 		if err != nil {
 			return
 		}
 		conn.Close()
 		if time.Now().After(deadline) {
-			f.t.Fatalf("%s still accepts connections 10 s after it was stopped", u.Host)
+			f.t.Fatalf("%s still accepts connections 10 s after it was stopped", socket)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

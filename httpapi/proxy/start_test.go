@@ -140,10 +140,10 @@ func TestStartWaitQueueIsBounded(t *testing.T) {
 func TestStartFailureStaysPrivate(t *testing.T) {
 	t.Parallel()
 	f := setup(t, options{})
-	// It loads at build time; only the server (PORT set) fails.
+	// It loads at build time; only the server (given a socket) fails.
 	f.build("crash", pySpec, map[string]string{"handler.py": `import os
 
-if "PORT" in os.environ:
+if "SLESS_LISTEN_FD" in os.environ:
     raise RuntimeError("no config in " + os.getcwd())
 
 

@@ -213,6 +213,14 @@ func parseEndpoint(s string) (*url.URL, error) {
 // unixScheme marks the endpoint of a function served on a Unix socket.
 const unixScheme = "unix"
 
+// endpointOf writes a parsed endpoint back as the driver gave it.
+func endpointOf(u *url.URL) string {
+	if u.Scheme == unixScheme {
+		return unixScheme + ":" + u.Host
+	}
+	return u.String()
+}
+
 // maxNotices bounds the functions announced and not yet read; past it, the
 // proxy reads every route once instead (a projections rebuild, a burst).
 const maxNotices = 1024
