@@ -130,6 +130,8 @@ func bodyError(err, tooLarge error) error {
 // the user's files of version N, by default of the active version (or of the
 // newest one while none is active yet), without the generated Dockerfile, as
 // [{name, content, binary}] (SPEC §2); X-Sless-Version names the version.
+// Stored code that no longer matches the version's digest is 422
+// (codestore.Store.GetVerified).
 func (s *Server) source(c echo.Context) error {
 	ns, name := c.Param("ns"), c.Param("name")
 	ctx := c.Request().Context()
@@ -161,13 +163,13 @@ func (s *Server) source(c echo.Context) error {
 		}
 		v = vs[0]
 	}
-	files, err := s.cfg.Code.Source(ctx, v.ZipKey)
+	// Only the code the version recorded: a zip changed in the object store
+	// since is refused (422), never shown.
+	_, stored, err := s.cfg.Code.GetVerified(ctx, v.ZipKey, v.Digest)
 	if err != nil {
 		return err
 	}
-	if files == nil {
-		files = []codestore.SourceFile{}
-	}
+	files := codestore.SourceFiles(stored) // [] for no files, never null
 	c.Response().Header().Set(headerVersion, strconv.Itoa(v.Number))
 	return c.JSON(http.StatusOK, files)
 }

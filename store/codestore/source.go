@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"fmt"
-	"io"
 	"unicode/utf8"
 )
 
@@ -18,29 +16,20 @@ type SourceFile struct {
 	Binary bool `json:"binary"`
 }
 
-// maxStoredZip bounds how much Source reads: uploads are capped well below.
-const maxStoredZip = 64 << 20
-
-// Source reads the stored zip at key and returns the user's files sorted by
-// name (the generated Dockerfile is not among them: it was never in the zip).
-// A missing key is ENOTFOUND, an unreachable store EUNAVAILABLE.
-func (s *Store) Source(ctx context.Context, key string) ([]SourceFile, error) {
-	rc, err := s.Get(ctx, key)
+// Source reads the stored zip at zipKey and returns the user's files sorted
+// by name (the generated Dockerfile is not among them: it was never in the
+// zip). The zip is checked as GetVerified checks it, against the digest its
+// key names: keys are content-addressed (Put names the zip's directory after
+// its digest), so that is the digest its version recorded. A caller that
+// has the version's Digest at hand may call GetVerified and SourceFiles.
+//
+// Errors: EUNPROCESSABLE when the stored zip is not the uploaded code (it
+// was changed in the object store after the upload); ENOTFOUND for a
+// missing key; EUNAVAILABLE for an unreachable store.
+func (s *Store) Source(ctx context.Context, zipKey string) ([]SourceFile, error) {
+	_, files, err := s.GetVerified(ctx, zipKey, zipKeyDigest(zipKey))
 	if err != nil {
 		return nil, err
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, maxStoredZip+1))
-	if err != nil {
-		return nil, mapErr("read "+key, err)
-	}
-	if len(data) > maxStoredZip {
-		return nil, fmt.Errorf("read %s: stored zip is larger than %d bytes", key, maxStoredZip)
-	}
-	files, err := ValidateZip(data, s.limits)
-	if err != nil {
-		// Not the caller's fault (it was valid when stored): keep it internal.
-		return nil, fmt.Errorf("read %s: stored zip does not validate: %s", key, err)
 	}
 	return SourceFiles(files), nil
 }

@@ -3,11 +3,11 @@ package codestore
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"path"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
@@ -26,7 +26,8 @@ type Config struct {
 	// Region may be empty: the client then asks the server once per bucket.
 	Region string
 	UseSSL bool
-	// Limits apply when Source re-reads a stored zip (zero: DefaultLimits).
+	// Limits apply when a stored zip is read back and checked (GetVerified,
+	// Source; zero: DefaultLimits, the limits of an upload).
 	Limits Limits
 }
 
@@ -122,10 +123,12 @@ func FunctionPrefix(ns, fn string) string { return "code/" + ns + "/" + fn + "/"
 // Put stores the original zip and the build context of files (see
 // BuildContext, with the runtime's steps) under keys made of namespace,
 // function and content digests.
-// Storing the same code again uploads nothing and returns the same Object.
-// files must be what ValidateZip returned for zip. A bad namespace or
-// function name or base image is EINVALID; object store failures are
-// EUNAVAILABLE.
+// Storing the same code again uploads nothing while the stored objects are
+// intact, and replaces one that was changed in the object store since (see
+// verify.go), so that uploading the code again repairs it. It returns the
+// same Object either way. files must be what ValidateZip returned for zip.
+// A bad namespace or function name or base image is EINVALID; object store
+// failures are EUNAVAILABLE.
 func (s *Store) Put(ctx context.Context, ns, fn string, zip []byte, files []File, baseImage string, steps ...ImageSteps) (Object, error) {
 	if err := domain.ValidateNamespace(ns); err != nil {
 		return Object{}, err
@@ -138,32 +141,47 @@ func (s *Store) Put(ctx context.Context, ns, fn string, zip []byte, files []File
 		return Object{}, err
 	}
 	digest := Digest(files)
-	ctxSum := sha256.Sum256(buildCtx)
 	dir := FunctionPrefix(ns, fn) + digestHex(digest) + "/"
 	obj := Object{
 		Digest:     digest,
-		ZipKey:     dir + "source.zip",
-		ContextKey: dir + "context-" + hex.EncodeToString(ctxSum[:8]) + ".tar.gz",
+		ZipKey:     dir + zipName,
+		ContextKey: dir + contextName(buildCtx),
 	}
 	// The context last: a builder given ContextKey finds the zip stored too.
-	if err := s.putIfAbsent(ctx, obj.ZipKey, zip, "application/zip"); err != nil {
+	err = s.putUnlessIntact(ctx, obj.ZipKey, zip, "application/zip", maxStoredZip, func(stored []byte) bool {
+		_, err := checkZip(stored, digest, s.limits)
+		return err == nil
+	})
+	if err != nil {
 		return Object{}, err
 	}
-	if err := s.putIfAbsent(ctx, obj.ContextKey, buildCtx, "application/gzip"); err != nil {
+	err = s.putUnlessIntact(ctx, obj.ContextKey, buildCtx, "application/gzip", maxStoredContext(s.limits), func(stored []byte) bool {
+		return checkContext(obj.ContextKey, stored) == nil
+	})
+	if err != nil {
 		return Object{}, err
 	}
 	return obj, nil
 }
 
-// putIfAbsent uploads data unless key exists. Keys are content-addressed, so
-// an existing object already holds equivalent bytes.
-func (s *Store) putIfAbsent(ctx context.Context, key string, data []byte, contentType string) error {
-	_, err := s.client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
-	if err == nil {
+// zipName is the file name of the original zip, in the directory named
+// after its code digest.
+const zipName = "source.zip"
+
+// zipKeyDigest returns the code digest a zip key Put made names.
+func zipKeyDigest(zipKey string) string { return "sha256:" + path.Base(path.Dir(zipKey)) }
+
+// putUnlessIntact uploads data unless key holds an intact copy (intact says
+// so). Keys are content-addressed, so an intact object holds equivalent
+// bytes; one changed in the object store after its upload is replaced.
+func (s *Store) putUnlessIntact(ctx context.Context, key string, data []byte, contentType string, max int64, intact func(stored []byte) bool) error {
+	stored, err := s.read(ctx, key, max)
+	switch {
+	case err == nil && intact(stored):
 		return nil
-	}
-	if minio.ToErrorResponse(err).Code != "NoSuchKey" {
-		return mapErr("stat "+key, err)
+	case err == nil, errors.Is(err, errTooLarge), domain.ErrorCode(err) == domain.ENOTFOUND:
+	default:
+		return err
 	}
 	_, err = s.client.PutObject(ctx, s.bucket, key, bytes.NewReader(data), int64(len(data)),
 		minio.PutObjectOptions{ContentType: contentType})
