@@ -13,8 +13,10 @@ import (
 
 // buildWorker builds one version:
 //
-//	load → (no longer needs a build? complete) → BuildStarted → Driver.Build →
-//	BuildSucceeded (+ VersionActivated, + rollout job) | BuildFailed, completed in the same transaction
+//	a slot of the namespace (none free: snooze, see slots.go) → load →
+//	(no longer needs a build? complete) → BuildStarted → check the stored code →
+//	Driver.Build of the checked bytes → BuildSucceeded (+ VersionActivated,
+//	+ rollout job) | BuildFailed, completed in the same transaction
 //
 // A rerun (River delivers at least once; a crash or stop interrupts a build)
 // finds BuildStarted already there and builds again; once an outcome is
@@ -33,9 +35,24 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 	stream := domain.FunctionStream(a.Namespace, a.Function)
 	md := meta(job.Kind, job.ID)
 
+	// A namespace's builds beyond its slots wait without holding a worker.
+	slots := w.slots.Load()
+	if slots == nil { // stopping
+		return river.JobSnooze(slotWait())
+	}
+	slot, err := slots.take(ctx, a.Namespace)
+	if err != nil {
+		return err
+	}
+	if slot == nil {
+		w.log.DebugContext(ctx, "build waits for a slot of its namespace", "namespace", a.Namespace, "function", a.Function, "version", a.Version)
+		return river.JobSnooze(slotWait())
+	}
+	defer slot.release()
+
 	var spec BuildSpec
 	done := false
-	_, err := w.store.Execute(ctx, md, func(tx *store.Tx) error {
+	_, err = w.store.Execute(ctx, md, func(tx *store.Tx) error {
 		done = false
 		f := domain.NewFunction(a.Namespace, a.Function)
 		if err := tx.Load(ctx, stream, f); err != nil {
@@ -51,14 +68,14 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		}
 		v, _ := f.Version(a.Version)
 		spec = BuildSpec{Namespace: a.Namespace, Function: a.Function, Version: a.Version, Digest: v.Digest,
-			ZipKey: v.ZipKey, ContextKey: v.ContextKey, Config: v.Config, Code: w.cfg.Code}
+			ZipKey: v.ZipKey, ContextKey: v.ContextKey, Config: v.Config}
 		return tx.Append(ctx, stream, f, evs)
 	})
 	if err != nil || done {
 		return err
 	}
 
-	res, err := w.cfg.Driver.Build(ctx, spec)
+	res, err := w.build(ctx, spec)
 	if ierr := interrupted(ctx, fmt.Sprintf("build %s v%d", stream, a.Version)); ierr != nil {
 		return ierr
 	}
@@ -104,4 +121,21 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 			"version", a.Version, "failed", res.Failed)
 	}
 	return err
+}
+
+// build checks the version's stored code (verifiedCode) and has the driver
+// build the checked bytes. Code changed in the object store since the upload
+// is a failed build with the code store's message: the driver never sees it.
+func (w *Workers) build(ctx context.Context, spec BuildSpec) (BuildResult, error) {
+	if w.cfg.Code != nil {
+		code, err := verifiedCode(ctx, w.cfg.Code, spec)
+		if domain.ErrorCode(err) == domain.EUNPROCESSABLE {
+			return BuildResult{Failed: true, Message: domain.ErrorMessage(err)}, nil
+		}
+		if err != nil {
+			return BuildResult{}, fmt.Errorf("read the stored code: %w", err)
+		}
+		spec.Code = code
+	}
+	return w.cfg.Driver.Build(ctx, spec)
 }

@@ -15,6 +15,13 @@ import (
 // codeStore starts an embedded S3 server and a code store on it.
 func codeStore(t *testing.T) *codestore.Store {
 	t.Helper()
+	st, _ := codeStoreOnServer(t)
+	return st
+}
+
+// codeStoreOnServer is codeStore, with the S3 server it runs on.
+func codeStoreOnServer(t *testing.T) (*codestore.Store, *s3embed.Server) {
+	t.Helper()
 	srv, err := s3embed.Start(t.Context(), s3embed.Options{Dir: t.TempDir(), AccessKey: "test", SecretKey: "test-secret"})
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +31,7 @@ func codeStore(t *testing.T) *codestore.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st
+	return st, srv
 }
 
 // putCode zips files, validates and stores them as the API's upload does,

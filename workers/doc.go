@@ -16,7 +16,9 @@
 // plus river.JobCompleteTx). A stop or crash mid-call leaves the job to be
 // worked again; a rerun after the outcome committed completes at once.
 //
-//	build     (queue builds)   NeedsBuild? → BuildStarted → Driver.Build → BuildSucceeded (+VersionActivated → rollout) | BuildFailed
+//	build     (queue builds)   a slot of the namespace (else snooze, slots.go) → NeedsBuild? → BuildStarted →
+//	                           stored code checked against the version (code.go) → Driver.Build of the checked bytes →
+//	                           BuildSucceeded (+VersionActivated → rollout) | BuildFailed (also for code changed in the store)
 //	rollout   (queue rollouts) desired state → Driver.Deploy → RolloutCompleted | RolloutFailed, http triggers' active, cron triggers' schedule jobs
 //	schedule  (queue rollouts) Scheduler.ApplySchedule | RemoveSchedule (if the driver has one) → the cron trigger's active
 //	run_job   (queue runs)     current run? → JobStarted → Driver.Run → JobSucceeded | JobFailed

@@ -71,7 +71,10 @@ type BuildSpec struct {
 	ZipKey     string // the user's original zip
 	ContextKey string // build context tar.gz (user files + generated Dockerfile)
 	Config     domain.FunctionConfig
-	Code       CodeFetcher
+	// Code serves the zip and the build context (by ZipKey and ContextKey)
+	// as the workers checked them against the version, from memory; nil
+	// when the workers have no code store.
+	Code CodeFetcher
 }
 
 // BuildResult is the outcome of a build. Image names the artifact for Deploy

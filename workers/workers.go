@@ -25,6 +25,8 @@ const (
 	DefaultBuildWorkers   = 2
 	DefaultRolloutWorkers = 10
 	DefaultRunWorkers     = 20
+	// DefaultBuildsPerNamespace is how many builds of one namespace run at once.
+	DefaultBuildsPerNamespace = 1
 	// DefaultRolloutTimeout is how long a rollout may try to start a function.
 	DefaultRolloutTimeout = 5 * time.Minute
 	// DefaultShutdownTimeout is how long Stop lets running jobs finish.
@@ -57,9 +59,12 @@ type Config struct {
 	Store *store.Store
 	// Driver runs the functions (localdriver, k8sdriver). Required.
 	Driver Driver
-	// Code reads stored code for builds; if it is also a CodeDeleter, the
-	// cleanup worker deletes a deleted function's code with it.
-	Code CodeFetcher
+	// Code reads stored code for builds, checked against what each version
+	// recorded at upload (CodeStore): code changed in the object store fails
+	// the version and never reaches the driver. If it is also a CodeDeleter,
+	// the cleanup worker deletes a deleted function's code with it. Nil hands
+	// the driver no code (tests whose driver needs none).
+	Code CodeStore
 	// Clock is the time recorded in events and used to find due cron slots;
 	// tests inject a fake one. Default time.Now.
 	Clock func() time.Time
@@ -74,6 +79,11 @@ type Config struct {
 	// BuildWorkers, RolloutWorkers and RunWorkers size the queues: builds are
 	// slow and few, rollouts and runs short and many. Defaults above.
 	BuildWorkers, RolloutWorkers, RunWorkers int
+	// BuildsPerNamespace is how many builds of one namespace may run at
+	// once, across every process on the database (see slots.go): a tenant's
+	// queued builds wait without holding a build worker, so other tenants'
+	// builds start. Default DefaultBuildsPerNamespace.
+	BuildsPerNamespace int
 	// Invocations records job and cron runs in the invocation log; nil records none.
 	Invocations Recorder
 	// InvocationRetention is how long the invocation log keeps a day (its
@@ -110,6 +120,7 @@ type Workers struct {
 	deleter   CodeDeleter
 	log       *slog.Logger
 	live      *liveness
+	slots     atomic.Pointer[buildSlots] // while started
 	// stopping is set when Stop gives up waiting and cancels the running
 	// jobs: a job whose context ends then was interrupted by the shutdown.
 	stopping atomic.Bool
@@ -119,7 +130,8 @@ type Workers struct {
 // every job kind (build, rollout, schedule, run_job, cleanup, and for drivers
 // without a Scheduler the leader-only cron_tick and cron_run). Nothing runs
 // until Start. River's listener holds one pool connection for good, so size
-// the pool for it.
+// the pool for it; the build slots (slots.go) take up to BuildWorkers
+// connections outside it.
 //
 // Errors: EINVALID for a missing Driver or an out-of-range setting;
 // EINTERNAL when River refuses the configuration.
@@ -216,6 +228,12 @@ func (c *Config) defaults() error {
 	if c.RunWorkers == 0 {
 		c.RunWorkers = DefaultRunWorkers
 	}
+	if c.BuildsPerNamespace < 0 || c.BuildsPerNamespace > 10000 {
+		return domain.Errorf(domain.EINVALID, "workers: %d builds per namespace is out of range (1 to 10000)", c.BuildsPerNamespace)
+	}
+	if c.BuildsPerNamespace == 0 {
+		c.BuildsPerNamespace = DefaultBuildsPerNamespace
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -252,7 +270,8 @@ func (w *Workers) ClientID() string { return w.client.ID() }
 // starts working jobs (and, on the elected leader, the cron enqueuer and the
 // rescue of dead processes' jobs) until Stop; ctx bounds the start only
 // (cancelling it does not stop the work, so a signal never skips the drain).
-// The liveness lock takes one connection outside the pool.
+// The liveness lock takes one connection outside the pool, the build slots
+// up to BuildWorkers more.
 //
 // Errors: EUNAVAILABLE when the database cannot be reached; EINTERNAL otherwise.
 func (w *Workers) Start(ctx context.Context) error {
@@ -265,9 +284,17 @@ func (w *Workers) Start(ctx context.Context) error {
 		live.release(ctx)
 		return err
 	}
+	slots, err := newBuildSlots(ctx, w.pool, w.cfg.BuildWorkers, w.cfg.BuildsPerNamespace, w.log)
+	if err != nil {
+		live.release(ctx)
+		return err
+	}
+	w.slots.Store(slots)
 	// Only Stop ends the work: River would cancel the running jobs at once
 	// when the caller's (signal) context ends, with no drain.
 	if err := w.client.Start(context.WithoutCancel(ctx)); err != nil {
+		w.slots.Store(nil)
+		slots.close(slotReleaseTimeout)
 		live.release(ctx)
 		return domain.Errorf(domain.EUNAVAILABLE, "workers: start River: %v", err)
 	}
@@ -289,6 +316,9 @@ func (w *Workers) Start(ctx context.Context) error {
 // Errors: EUNAVAILABLE when running jobs did not return in time.
 func (w *Workers) Stop(ctx context.Context) error {
 	defer func() {
+		if slots := w.slots.Swap(nil); slots != nil {
+			slots.close(slotReleaseTimeout)
+		}
 		if w.live != nil {
 			w.live.release(context.WithoutCancel(ctx))
 			w.live = nil
