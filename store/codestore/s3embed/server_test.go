@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +290,31 @@ func TestRejectedUploadDoesNotDesyncConnection(t *testing.T) {
 				t.Fatalf("leftover body bytes were parsed as a request (answered %s)", second.Status)
 			}
 		})
+	}
+}
+
+func TestCredentialsPerDataDir(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	ak1, sk1, err := s3embed.LoadOrCreateCredentials(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ak2, sk2, err := s3embed.LoadOrCreateCredentials(a)
+	if err != nil || ak1 != ak2 || sk1 != sk2 {
+		t.Fatalf("a second load gave %q/%q (%v), want the first keys %q/%q", ak2, sk2, err, ak1, sk1)
+	}
+	ak3, sk3, err := s3embed.LoadOrCreateCredentials(b)
+	if err != nil || ak3 == ak1 || sk3 == sk1 || len(sk1) < 32 {
+		t.Fatalf("another data dir got %q/%q (%v): want keys of its own", ak3, sk3, err)
+	}
+	info, err := os.Stat(filepath.Join(a, s3embed.CredentialsFile))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("credentials file: %v, %v; want mode 0600", info.Mode(), err)
+	}
+	if err := os.Chmod(filepath.Join(a, s3embed.CredentialsFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s3embed.LoadOrCreateCredentials(a); err == nil || !strings.Contains(err.Error(), "read by others") {
+		t.Fatalf("a world-readable file: %v, want it refused", err)
 	}
 }
