@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/runtimes"
+	"github.com/slessio/sless/workers"
 )
 
 // config is the control plane's configuration: flags override environment
@@ -22,8 +23,8 @@ type config struct {
 	ExternalURL string // SLESS_EXTERNAL_URL: base of trigger URLs
 
 	S3Endpoint  string // S3_ENDPOINT: empty starts an embedded S3 server under DataDir
-	S3AccessKey string // S3_ACCESS_KEY
-	S3SecretKey string // S3_SECRET_KEY
+	S3AccessKey string // S3_ACCESS_KEY; the embedded server's own random key when empty
+	S3SecretKey string // S3_SECRET_KEY; likewise
 	S3Bucket    string // S3_BUCKET
 	S3Region    string // S3_REGION
 	S3UseSSL    bool   // S3_USE_SSL
@@ -37,6 +38,7 @@ type config struct {
 	RateLimit    float64       // SLESS_RATE_LIMIT: requests per second per namespace
 	RateBurst    int           // SLESS_RATE_BURST
 	ShutdownWait time.Duration // SLESS_SHUTDOWN_TIMEOUT
+	BuildsPerNS  int           // SLESS_BUILDS_PER_NAMESPACE: builds of one namespace at once, across replicas
 
 	IdleTimeout   time.Duration            // SLESS_IDLE_TIMEOUT: scale an idle http function to zero after this; 0 never
 	IdleOverrides map[string]time.Duration // --idle-timeout-for ns/name=duration
@@ -48,6 +50,8 @@ type config struct {
 	FnClientBurst int                      // SLESS_FN_CLIENT_BURST
 
 	NoSandbox       bool          // SLESS_INSECURE_NO_SANDBOX: run local functions as plain processes of this user
+	EgressAllow     string        // SLESS_EGRESS_ALLOW: what sandboxed functions may reach besides the internet
+	DevCredentials  bool          // SLESS_ALLOW_DEV_CREDENTIALS: serve accepts the development setup's known keys
 	SandboxMaxProcs int           // SLESS_SANDBOX_MAX_PROCS: processes and threads of a tenant (as root) or a sandbox
 	SandboxTmpBytes int64         // SLESS_SANDBOX_TMP_BYTES: size of a sandbox's /tmp
 	BuildTimeout    time.Duration // SLESS_BUILD_TIMEOUT: time limit of one local build step
@@ -101,8 +105,8 @@ func bindConfig(fs *flag.FlagSet) *config {
 	fs.StringVar(&c.Listen, "listen", env("SLESS_LISTEN", ":8080"), "address of the API and the function proxy (env SLESS_LISTEN)")
 	fs.StringVar(&c.ExternalURL, "external-url", env("SLESS_EXTERNAL_URL", ""), "public base URL used in trigger URLs (env SLESS_EXTERNAL_URL); default http://localhost:<port>")
 	fs.StringVar(&c.S3Endpoint, "s3-endpoint", env("S3_ENDPOINT", ""), "S3 endpoint host:port; empty starts an embedded S3 server (env S3_ENDPOINT)")
-	fs.StringVar(&c.S3AccessKey, "s3-access-key", env("S3_ACCESS_KEY", "sless"), "S3 access key (env S3_ACCESS_KEY)")
-	fs.StringVar(&c.S3SecretKey, "s3-secret-key", env("S3_SECRET_KEY", "sless-dev-secret"), "S3 secret key (env S3_SECRET_KEY)")
+	fs.StringVar(&c.S3AccessKey, "s3-access-key", env("S3_ACCESS_KEY", ""), "S3 access key (env S3_ACCESS_KEY); the embedded server makes a random one per data dir")
+	fs.StringVar(&c.S3SecretKey, "s3-secret-key", env("S3_SECRET_KEY", ""), "S3 secret key (env S3_SECRET_KEY); the embedded server makes a random one per data dir")
 	fs.StringVar(&c.S3Bucket, "s3-bucket", env("S3_BUCKET", "sless-code"), "S3 bucket for code (env S3_BUCKET)")
 	fs.StringVar(&c.S3Region, "s3-region", env("S3_REGION", "us-east-1"), "S3 region (env S3_REGION)")
 	fs.BoolVar(&c.S3UseSSL, "s3-use-ssl", env("S3_USE_SSL", "") == "true", "use HTTPS for S3 (env S3_USE_SSL=true)")
@@ -115,6 +119,7 @@ func bindConfig(fs *flag.FlagSet) *config {
 	fs.Float64Var(&c.RateLimit, "rate-limit", envFloat("SLESS_RATE_LIMIT", 50), "API requests per second per namespace (env SLESS_RATE_LIMIT)")
 	fs.IntVar(&c.RateBurst, "rate-burst", envInt("SLESS_RATE_BURST", 200), "API burst per namespace (env SLESS_RATE_BURST)")
 	fs.DurationVar(&c.ShutdownWait, "shutdown-timeout", envDuration("SLESS_SHUTDOWN_TIMEOUT", 15*time.Second), "how long a graceful stop may take (env SLESS_SHUTDOWN_TIMEOUT)")
+	fs.IntVar(&c.BuildsPerNS, "builds-per-namespace", envInt("SLESS_BUILDS_PER_NAMESPACE", workers.DefaultBuildsPerNamespace), "builds of one namespace that may run at once, across every replica; its further builds wait without holding a build worker (env SLESS_BUILDS_PER_NAMESPACE)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", envDuration("SLESS_IDLE_TIMEOUT", 10*time.Minute), "stop an http function after this long without requests, 0 = never (env SLESS_IDLE_TIMEOUT)")
 	c.IdleOverrides = map[string]time.Duration{}
 	fs.Func("idle-timeout-for", "per-function idle timeout, ns/name=duration (0 = never); repeatable", func(v string) error {
@@ -133,6 +138,8 @@ func bindConfig(fs *flag.FlagSet) *config {
 	fs.Float64Var(&c.FnClientRate, "fn-client-rate", envFloat("SLESS_FN_CLIENT_RATE", 0), "requests per second one client address may send to /fn, beyond it 429; 0 = no limit (env SLESS_FN_CLIENT_RATE)")
 	fs.IntVar(&c.FnClientBurst, "fn-client-burst", envInt("SLESS_FN_CLIENT_BURST", 0), "burst of --fn-client-rate; 0 = the rate rounded up (env SLESS_FN_CLIENT_BURST)")
 	fs.BoolVar(&c.NoSandbox, "insecure-no-sandbox", env("SLESS_INSECURE_NO_SANDBOX", "") == "true", "local driver: run functions as plain processes of this user, with no sandbox; never with untrusted code (env SLESS_INSECURE_NO_SANDBOX=true)")
+	fs.StringVar(&c.EgressAllow, "egress-allow", env("SLESS_EGRESS_ALLOW", ""), "what functions may reach besides the internet (never private, link-local or loopback addresses otherwise): comma-separated CIDRs, addresses and address:port, e.g. 127.0.0.1:5432 for a database on this host (env SLESS_EGRESS_ALLOW)")
+	fs.BoolVar(&c.DevCredentials, "allow-dev-credentials", env("SLESS_ALLOW_DEV_CREDENTIALS", "") == "true", "serve: accept the keys earlier development setups shipped (S3 secret sless-dev-secret, PostgreSQL password sless, JWT secret change-me); never in production (env SLESS_ALLOW_DEV_CREDENTIALS=true)")
 	fs.IntVar(&c.SandboxMaxProcs, "sandbox-max-procs", envInt("SLESS_SANDBOX_MAX_PROCS", 4096), "local driver: processes and threads one tenant may run (as root; otherwise one function process), against fork bombs (env SLESS_SANDBOX_MAX_PROCS)")
 	fs.Int64Var(&c.SandboxTmpBytes, "sandbox-tmp-bytes", int64(envInt("SLESS_SANDBOX_TMP_BYTES", 128<<20)), "local driver: size of the private /tmp of a function process (env SLESS_SANDBOX_TMP_BYTES)")
 	fs.DurationVar(&c.BuildTimeout, "build-timeout", envDuration("SLESS_BUILD_TIMEOUT", runtimes.DefaultStepTimeout), "local driver: time limit of one build step, a compile or a dependency install (env SLESS_BUILD_TIMEOUT)")

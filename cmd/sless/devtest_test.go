@@ -28,6 +28,12 @@ type devServer struct {
 // it earlier and returns how it exited).
 func startDev(t *testing.T) *devServer {
 	t.Helper()
+	return startDevWith(t)
+}
+
+// startDevWith is startDev with more arguments for `sless dev`.
+func startDevWith(t *testing.T, args ...string) *devServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +44,7 @@ func startDev(t *testing.T) *devServer {
 	d := &devServer{base: "http://" + addr, dataDir: filepath.Join(t.TempDir(), "data"),
 		stdout: &testutil.SyncBuffer{}, stderr: &testutil.SyncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		d.done <- run(ctx, []string{"dev", "--data-dir", d.dataDir, "--listen", addr, "--database-url", pgtest.NewDBURL(t)}, d.stdout, d.stderr)
+		d.done <- run(ctx, append([]string{"dev", "--data-dir", d.dataDir, "--listen", addr, "--database-url", pgtest.NewDBURL(t)}, args...), d.stdout, d.stderr)
 	}()
 	t.Cleanup(func() {
 		if err := d.stop(); err != nil {

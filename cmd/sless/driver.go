@@ -15,6 +15,7 @@ import (
 	"github.com/slessio/sless/k8sdriver"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox"
+	"github.com/slessio/sless/localdriver/sandbox/egress"
 	"github.com/slessio/sless/workers"
 )
 
@@ -25,6 +26,17 @@ type runningDriver struct {
 	// sandbox is how function processes are isolated: bubblewrap, none
 	// (local) or kubernetes.
 	sandbox string
+}
+
+// ExitReason says why the process behind an endpoint ended, when the driver
+// can say (the local driver; see proxy's exitReasoner).
+func (d *runningDriver) ExitReason(ctx context.Context, endpoint string) string {
+	if er, ok := d.Driver.(interface {
+		ExitReason(ctx context.Context, endpoint string) string
+	}); ok {
+		return er.ExitReason(ctx, endpoint)
+	}
+	return ""
 }
 
 // openDriver returns the driver chosen by --driver. onFailure is how a driver
@@ -40,9 +52,17 @@ func openDriver(ctx context.Context, c *config, dev bool, log *slog.Logger, onFa
 		d, err := localdriver.New(localdriver.Options{Dir: c.path("local"), Sandbox: sb, Logger: log.With("component", "localdriver"), OnFailure: onFailure,
 			BuildStepTimeout: c.BuildTimeout, MaxDepsBytes: c.DepsMaxBytes})
 		if err != nil {
+			_ = sb.Close()
 			return nil, err
 		}
-		return &runningDriver{Driver: d, close: d.Close, sandbox: string(sb.Mode())}, nil
+		stop := func(ctx context.Context) error {
+			err := d.Close(ctx)
+			if serr := sb.Close(); err == nil {
+				err = serr
+			}
+			return err
+		}
+		return &runningDriver{Driver: d, close: stop, sandbox: string(sb.Mode())}, nil
 	case "kubernetes":
 		return openKubernetes(ctx, c, log, onFailure)
 	default:
@@ -77,8 +97,18 @@ func openKubernetes(ctx context.Context, c *config, log *slog.Logger, onFailure 
 	} else if s3URL == "" {
 		s3URL = c.S3Endpoint
 	}
+	allow, err := domain.ParseEgressAllow(c.EgressAllow)
+	if err != nil {
+		return nil, fmt.Errorf("--egress-allow: %s", domain.ErrorMessage(err))
+	}
+	for _, r := range allow {
+		if r.HostLoopback() {
+			log.Warn("--egress-allow: a port of the machine's loopback means nothing to a pod; left out", "rule", r.String())
+		}
+	}
 	d, err := k8sdriver.New(client, k8sdriver.Config{
-		Registry: c.Registry, BuildNamespace: c.BuildNamespace, ControlPlaneNamespace: c.SystemNS,
+		EgressAllow: allow,
+		Registry:    c.Registry, BuildNamespace: c.BuildNamespace, ControlPlaneNamespace: c.SystemNS,
 		KanikoImage: c.KanikoImage, Cache: c.BuildCache, CacheRepo: c.BuildCacheRepo,
 		S3: k8sdriver.S3Config{Bucket: c.S3Bucket, Endpoint: s3URL, Region: c.S3Region},
 	})
@@ -96,14 +126,24 @@ func openKubernetes(ctx context.Context, c *config, log *slog.Logger, onFailure 
 // them unsandboxed; `sless serve` refuses to start unless told
 // --insecure-no-sandbox, which both commands take to mean no sandbox at all.
 func openSandbox(c *config, dev bool, log *slog.Logger) (*sandbox.Sandbox, error) {
-	opts := sandbox.Options{Dir: c.path("sandbox"), MaxProcs: c.SandboxMaxProcs, TmpBytes: c.SandboxTmpBytes, Insecure: c.NoSandbox}
+	allow, err := egress.ParseAllow(c.EgressAllow)
+	if err != nil {
+		return nil, fmt.Errorf("--egress-allow: %s", domain.ErrorMessage(err))
+	}
+	opts := sandbox.Options{Dir: c.path("sandbox"), MaxProcs: c.SandboxMaxProcs, TmpBytes: c.SandboxTmpBytes, Insecure: c.NoSandbox, Allow: allow}
 	sb, err := sandbox.New(opts)
 	switch {
 	case err == nil && c.NoSandbox:
-		log.Warn("INSECURE: --insecure-no-sandbox: functions run as plain processes of this user and can read everything it can, keys and database password included")
+		log.Warn("INSECURE: --insecure-no-sandbox: functions run as plain processes of this user and can read everything it can, keys and database password included, and reach every port of this machine")
 		return sb, nil
 	case err == nil:
 		log.Info("functions run sandboxed", "sandbox", sb.Describe())
+		if why := sb.CgroupsWhy(); why != "" {
+			log.Warn("no cgroup for function processes: memory_mb bounds each process, not a function's processes together", "reason", why)
+		}
+		if !sb.NetworkEnforced() {
+			log.Warn("the egress policy is not enforced (not running as root): functions can reach private and link-local addresses (the cloud metadata endpoint included); the host's loopback is cut off")
+		}
 		return sb, nil
 	case !dev:
 		return nil, fmt.Errorf("%s\nthe local driver runs untrusted code only in a sandbox: install bubblewrap (apt-get install bubblewrap), "+

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,6 +82,31 @@ func TestServeRefusesMissingConfiguration(t *testing.T) {
 		_, err := runCmd(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %s", c.args, err, c.want)
+		}
+	}
+}
+
+// TestServeRefusesDevelopmentCredentials: the keys earlier development
+// setups shipped are known to anyone; serve starts with them only when told
+// it is one (and then fails later, here at the database nobody serves).
+func TestServeRefusesDevelopmentCredentials(t *testing.T) {
+	t.Parallel()
+	base := []string{"serve", "--data-dir", t.TempDir(), "--s3-endpoint", "127.0.0.1:1", "--s3-access-key", "sless"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--database-url", "postgres://sless:sless@127.0.0.1:1/sless", "--s3-secret-key", "own", "--jwt-secret", strings.Repeat("k", 32)}, `PostgreSQL password "sless"`},
+		{[]string{"--database-url", "postgres://u:own@127.0.0.1:1/sless", "--s3-secret-key", "sless-dev-secret", "--jwt-secret", strings.Repeat("k", 32)}, `the S3 secret key "sless-dev-secret"`},
+		{[]string{"--database-url", "postgres://u:own@127.0.0.1:1/sless", "--s3-secret-key", "own", "--jwt-secret", "change-me"}, `the JWT secret "change-me"`},
+	} {
+		_, err := runCmd(t, append(slices.Clone(base), c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), "known development credentials") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v; want a refusal naming %s", c.args, err, c.want)
+		}
+		_, err = runCmd(t, append(append(slices.Clone(base), c.args...), "--allow-dev-credentials", "--shutdown-timeout", "1s")...)
+		if err == nil || strings.Contains(err.Error(), "known development credentials") {
+			t.Errorf("%v with --allow-dev-credentials: %v; want it past the check (failing at the database)", c.args, err)
 		}
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +58,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.New("serve needs S3_ENDPOINT (or --s3-endpoint); `sless dev` runs an embedded S3 server")
 	case c.JWTSecret == "" && c.JWKSURL == "" && c.JWKSFile == "":
 		return errors.New("serve needs SLESS_JWT_SECRET, SLESS_JWKS_URL or SLESS_JWKS_FILE to verify tokens")
+	}
+	if err := refuseDevCredentials(c); err != nil {
+		return err
 	}
 	return runPlatform(ctx, c, false, stdout, stderr)
 }
@@ -133,7 +138,7 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 		return err
 	}
 	if p.workers, err = workers.New(p.db.Pool, workers.Config{Driver: p.driver, Code: code, Invocations: p.proxy,
-		InvocationRetention: c.Retention, ShutdownTimeout: c.ShutdownWait, Logger: log.With("component", "workers")}); err != nil {
+		InvocationRetention: c.Retention, ShutdownTimeout: c.ShutdownWait, BuildsPerNamespace: c.BuildsPerNS, Logger: log.With("component", "workers")}); err != nil {
 		return err
 	}
 	st := p.workers.Store()
@@ -221,6 +226,18 @@ func platformToken(v *auth.Verifier) func(string) bool {
 // under the data dir, so minio-go is the one code path everywhere.
 func (p *platform) openCode(ctx context.Context, c *config, log *slog.Logger) (*codestore.Store, error) {
 	endpoint := c.S3Endpoint
+	switch {
+	case endpoint != "" && (c.S3AccessKey == "" || c.S3SecretKey == ""):
+		return nil, errors.New("S3_ENDPOINT needs S3_ACCESS_KEY and S3_SECRET_KEY (or --s3-access-key and --s3-secret-key)")
+	case endpoint == "" && (c.S3AccessKey == "") != (c.S3SecretKey == ""):
+		return nil, errors.New("set both S3_ACCESS_KEY and S3_SECRET_KEY, or neither (the embedded S3 server then makes its own)")
+	case endpoint == "" && c.S3AccessKey == "":
+		// Keys of this data dir's own, which only the platform can read.
+		var err error
+		if c.S3AccessKey, c.S3SecretKey, err = s3embed.LoadOrCreateCredentials(c.DataDir); err != nil {
+			return nil, fmt.Errorf("embedded S3 keys: %w", err)
+		}
+	}
 	if endpoint == "" {
 		srv, err := s3embed.Start(ctx, s3embed.Options{Dir: c.path("s3"), AccessKey: c.S3AccessKey, SecretKey: c.S3SecretKey,
 			Buckets: []string{c.S3Bucket}, Logger: log.With("component", "s3embed")})
@@ -351,4 +368,36 @@ Or try it with curl:
 Press Ctrl-C to stop (functions are started again on the next run).
 `, c.ExternalURL, demo, c.ExternalURL, tok, c.ExternalURL, c.ExternalURL, auth.Namespace(demo), demo, tok, demo, c.ExternalURL, tok, tok, api)
 	return err
+}
+
+// devCredentials are the keys that development setups of sless shipped
+// (the compose file's MinIO and PostgreSQL, an example JWT secret): known to
+// anyone, so `serve` refuses them unless told it is a development setup.
+var devCredentials = map[string]string{
+	"sless-dev-secret": "the S3 secret key",
+	"change-me":        "the JWT secret",
+}
+
+// refuseDevCredentials fails when c uses a key of devCredentials or the
+// PostgreSQL password "sless", unless --allow-dev-credentials.
+func refuseDevCredentials(c *config) error {
+	if c.DevCredentials {
+		return nil
+	}
+	var found []string
+	for _, v := range []string{c.S3SecretKey, c.JWTSecret} {
+		if what, ok := devCredentials[v]; ok {
+			found = append(found, what+" "+strconv.Quote(v))
+		}
+	}
+	if u, err := url.Parse(c.DatabaseURL); err == nil && u.User != nil {
+		if pw, _ := u.User.Password(); pw == "sless" {
+			found = append(found, `the PostgreSQL password "sless"`)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return fmt.Errorf("refusing to serve with the known development credentials: %s; set keys of your own "+
+		"(or pass --allow-dev-credentials, SLESS_ALLOW_DEV_CREDENTIALS=true, on a development machine)", strings.Join(found, ", "))
 }
