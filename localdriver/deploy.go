@@ -22,10 +22,10 @@ type function struct {
 	draining map[*instance]*time.Timer
 }
 
-// Deploy runs the deployment's version as one supervised server process on
-// a free loopback port, with the function's variables plus PORT and
-// SLESS_ENTRYPOINT, and returns "http://127.0.0.1:<port>" once
-// /_sless/health answers 200. One process serves any Replicas > 0.
+// Deploy runs the deployment's version as one supervised server process
+// serving on a Unix socket of the driver's, with the function's variables
+// plus SLESS_LISTEN_FD and SLESS_ENTRYPOINT, and returns "unix:<socket>"
+// once /_sless/health answers 200. One process serves any Replicas > 0.
 //
 // The same version already running keeps its process and endpoint. Another
 // version is started next to the running one; once it is healthy Deploy

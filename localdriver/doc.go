@@ -1,7 +1,7 @@
 // Package localdriver is the embedded default driver of `sless dev` and the
 // tests: it builds versions into a data directory and runs functions as
-// supervised processes on this machine (HTTP servers on loopback ports,
-// one-shot job runs). It implements the workers.Driver port and passes the
+// supervised processes on this machine (HTTP servers on Unix sockets,
+// one-shot job runs), each in its tenant's sandbox (package sandbox). It implements the workers.Driver port and passes the
 // workers/drivertest conformance suite. It has no Scheduler: the workers'
 // leader-only cron enqueuer fires cron slots through Run.
 //
@@ -26,9 +26,13 @@
 // # HTTP functions
 //
 // Deploy runs one process per function (whatever Replicas > 0 says) in the
-// runtime's server mode on a free 127.0.0.1 port and returns its URL once
-// /_sless/health answers 200 (cold start: ~75 ms Python, ~65 ms Node.js,
-// ~4 ms Go; see BenchmarkColdStart). The lifecycle of one such instance:
+// runtime's server mode and returns its endpoint, "unix:" and the path of
+// its socket, once /_sless/health answers 200 (cold start: see
+// BenchmarkColdStart). The driver makes the socket in Dir/sock (0700, the
+// platform's) and hands the process the listening descriptor as fd 3
+// (runtimes.EnvListenFD): the process, in a network namespace of its own,
+// binds nothing, and only the platform can connect to it. The lifecycle of
+// one such instance:
 //
 //	starting ──healthy──► running ──exit──► backoff ──restart──► running
 //	   │                    │                  │
@@ -38,7 +42,7 @@
 //	(EUNPROCESSABLE,                       Deploy of this version fails
 //	 its stderr)                           (EUNPROCESSABLE, last stderr lines)
 //
-// Restarts reuse the port, after 250 ms doubling up to 30 s; 5 exits within
+// Restarts get a fresh socket at the same path, after 250 ms doubling up to 30 s; 5 exits within
 // 2 minutes are a crash loop. A crash-looped version stays refused until the
 // function is scaled to zero or another version is deployed.
 //
@@ -66,18 +70,20 @@
 // busy loop), reported as ExitCode 124 and TimedOut. HTTP request timeouts are
 // the proxy's.
 //
-// memory_mb is enforced on Linux with RLIMIT_DATA (prlimit on the started
-// process) of memory_mb + 256 MiB: the private writable memory the process
-// may map (heap, anonymous mappings, thread stacks). RLIMIT_AS would not do:
-// Go reserves over 1 GiB of address space and V8 more, without using it. The
-// 256 MiB allowance covers what the runtimes map for themselves (Go ~70 MiB,
-// Node.js ~50 MiB, Python ~20 MiB plus 8 MiB per request thread), so the
-// limit stops runaway allocations rather than metering memory_mb exactly; an
-// allocation over it fails (Python MemoryError, Go fatal error, Node.js
-// RangeError). Node.js also gets --max-old-space-size=memory_mb (its JS heap
-// exactly), Go GOMEMLIMIT=memory_mb MiB (a soft target for its collector)
-// unless the function sets it (runtimes.Description.MemoryEnv). Elsewhere than Linux memory_mb is not
-// enforced. Resident memory is not limited: that would need a cgroup.
+// memory_mb bounds all the processes of an instance (or a job run)
+// together: the sandbox's cgroup (sandbox.Spec.MemoryBytes). At the limit
+// the kernel kills one of them; an instance so killed is restarted and
+// reports "out of memory (N MiB)" (ExitReason, which the proxy records in
+// the invocation log), a job run says so in its stderr. Files in the
+// sandbox's /tmp (a tmpfs) count towards it. As a second line, and the only
+// one where no cgroup can be made, each process gets RLIMIT_DATA of
+// memory_mb + 256 MiB: the private writable memory it may map (RLIMIT_AS
+// would not do: Go reserves over 1 GiB of address space and V8 more,
+// without using it); the 256 MiB cover what the runtimes map for
+// themselves. Node.js also gets --max-old-space-size=memory_mb, Go
+// GOMEMLIMIT=memory_mb MiB (a soft target for its collector) unless the
+// function sets it (runtimes.Description.MemoryEnv). Elsewhere than Linux
+// memory_mb is not enforced.
 //
 // # Output
 //

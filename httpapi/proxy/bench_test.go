@@ -26,6 +26,7 @@ import (
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/proxy"
 	"github.com/slessio/sless/internal/testutil"
+	"github.com/slessio/sless/runtimes"
 )
 
 // The invoke benchmarks measure fixed-length runs (SLESS_BENCH_SECONDS per
@@ -152,23 +153,30 @@ func BenchmarkInvoke(b *testing.B) {
 
 func (ib *invokeBench) run(b *testing.B) error {
 	f := setup(b, options{})
-	f.deploy("bench", domain.FunctionSpec{Runtime: "go1.23", Entrypoint: "Handle", TimeoutSec: 30},
-		map[string]string{"handler.go": "package main\n\nimport \"context\"\n\n// Handle answers a constant.\nfunc Handle(ctx context.Context, event map[string]any) (any, error) {\n\treturn \"ok\", nil\n}\n"})
+	spec := domain.FunctionSpec{Runtime: "go1.23", Entrypoint: "Handle", TimeoutSec: 30}
+	code := map[string]string{"handler.go": "package main\n\nimport \"context\"\n\n// Handle answers a constant.\nfunc Handle(ctx context.Context, event map[string]any) (any, error) {\n\treturn \"ok\", nil\n}\n"}
+	// The function as the local driver runs it: in its sandbox, with a
+	// network namespace of its own, served on a Unix socket.
+	f.deploy("bench", spec, code)
 	st, _ := f.proxy.Lookup(f.ns, "bench")
-	live, err := url.Parse(st.Live)
+	// The same program the way functions ran before they had a network of
+	// their own: a plain process on a loopback port ("-tcp" columns; wrk and
+	// the peers' proxies need a TCP upstream).
+	w := f.build("bench-tcp", spec, code)
+	plain, plainPID, err := startPlain(b, filepath.Join(f.dir, "builds", f.ns, "bench-tcp", "v1"), w.Config.Runtime)
 	if err != nil {
 		return err
 	}
-	fnPort, _ := strconv.Atoi(live.Port())
+	f.rollout("bench-tcp", plain)
+	live, err := url.Parse(plain)
+	if err != nil {
+		return err
+	}
 	self := func() []int { return []int{os.Getpid()} }
 	targets := []benchTarget{
-		{name: "direct", url: st.Live + "/", open: true, pids: func() []int {
-			if pid := listeningPID(fnPort); pid != 0 {
-				return []int{pid}
-			}
-			return nil
-		}},
+		{name: "direct", url: plain + "/", open: true, pids: func() []int { return []int{plainPID} }},
 		{name: "sless", url: f.fnURL("bench", "/"), open: true, pids: self, inProcess: true},
+		{name: "sless-tcp", url: f.fnURL("bench-tcp", "/"), open: true, pids: self, inProcess: true},
 	}
 	// The same proxy without the invocation log, to show what the log costs.
 	bare, err := proxy.New(proxy.Config{Store: f.store, IdleTimeout: -1, Logger: quiet()})
@@ -183,12 +191,14 @@ func (ib *invokeBench) run(b *testing.B) error {
 	defer bareSrv.Close()
 	targets = append(targets, benchTarget{name: "sless-nolog", url: bareSrv.URL + "/fn/" + f.ns + "/bench/", open: true, pids: self, inProcess: true})
 	ib.results = map[string]*loadResult{}
-	nginxURL, nginxPID, stop, note := startNginx(b, st.Live, "/fn/"+f.ns+"/bench/")
-	if stop != nil {
-		defer stop()
-		targets = append(targets, benchTarget{name: "nginx", url: nginxURL, open: true, pids: func() []int { return withChildren(nginxPID) }})
-	} else {
-		ib.results["nginx"] = &loadResult{name: "nginx", note: note}
+	for _, upstream := range []struct{ name, endpoint string }{{"nginx", st.Live}, {"nginx-tcp", plain}} {
+		nginxURL, nginxPID, stop, note := startNginx(b, upstream.endpoint, "/fn/"+f.ns+"/bench/")
+		if stop != nil {
+			defer stop()
+			targets = append(targets, benchTarget{name: upstream.name, url: nginxURL, open: true, pids: func() []int { return withChildren(nginxPID) }})
+		} else {
+			ib.results[upstream.name] = &loadResult{name: upstream.name, note: note}
+		}
 	}
 	// The peers' core: stock httputil.ReverseProxy (what faas-netes, faasd
 	// and most Go gateways forward with), Rewrite with SetURL and
@@ -280,7 +290,7 @@ func (ib *invokeBench) run(b *testing.B) error {
 		r.lightP50 = median(runs, 0)
 		r.lightP99 = median(runs, 1)
 	}
-	ib.order = []string{"direct", "sless", "sless-nolog", "nginx", "reverseproxy", "raw-forward", "fasthttp", "go-server"}
+	ib.order = []string{"direct", "sless", "sless-tcp", "sless-nolog", "nginx", "nginx-tcp", "reverseproxy", "raw-forward", "fasthttp", "go-server"}
 	if err := f.writer.Flush(context.Background()); err != nil {
 		return err
 	}
@@ -393,6 +403,20 @@ func (ib *invokeBench) logTargets(b *testing.B, allocs int64) {
 	for _, r := range rows {
 		b.Logf("| %s | %s | %s | %s | %s | %s |", r[0], r[1], r[2], r[3], r[4], r[5])
 	}
+	// Issue 27: the function in a network namespace of its own, served on a
+	// Unix socket, next to the same program as a plain process on a loopback
+	// port (as before), each behind sless and nginx, in this one run.
+	st, nt := ib.results["sless-tcp"], ib.results["nginx-tcp"]
+	ratio := func(x, y *loadResult) string {
+		if !have(x) || !have(y) || x.cpu <= 0 || y.cpu <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f × nginx's CPU, %.2f × its throughput", float64(x.cpu)/float64(y.cpu), x.maxRPS/y.maxRPS)
+	}
+	b.Log("| upstream | sless CPU/req | sless req/s | sless p99 added | nginx CPU/req | nginx req/s | nginx p99 added | sless against nginx |")
+	b.Log("|---|---|---|---|---|---|---|---|")
+	b.Logf("| Unix socket, own network namespace (now) | %s | %s | %s | %s | %s | %s | %s |", cpu(s), rps(s), added(s), cpu(n), rps(n), added(n), ratio(s, n))
+	b.Logf("| loopback TCP port, host network (before) | %s | %s | %s | %s | %s | %s | %s |", cpu(st), rps(st), added(st), cpu(nt), rps(nt), added(nt), ratio(st, nt))
 }
 
 func checkTarget(url string) error {
@@ -636,6 +660,47 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	return sorted[min(len(sorted)-1, len(sorted)*p/100)].Round(time.Microsecond)
 }
 
+// nginxServer writes an endpoint as nginx's upstream server directive takes it.
+func nginxServer(endpoint string) string {
+	if path, ok := strings.CutPrefix(endpoint, "unix:"); ok {
+		return "unix:" + path
+	}
+	return strings.TrimPrefix(endpoint, "http://")
+}
+
+// startPlain runs the server of a built version in dir as a plain process on
+// a free loopback port (no sandbox, the host's network: how the local
+// driver ran functions before they got a network namespace of their own),
+// and returns its URL and pid; it is stopped when b ends.
+func startPlain(b *testing.B, dir string, rt domain.Runtime) (string, int, error) {
+	r, err := runtimes.Lookup(string(rt))
+	if err != nil {
+		return "", 0, err
+	}
+	spec, err := r.Command(dir, runtimes.ModeServer)
+	if err != nil {
+		return "", 0, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", 0, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := spec.Cmd(context.Background(), runtimes.EnvPort+"="+strconv.Itoa(port), runtimes.EnvHost+"=127.0.0.1")
+	if err := cmd.Start(); err != nil {
+		return "", 0, err
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if checkTarget(url+"/") == nil {
+			return url, cmd.Process.Pid, nil
+		}
+	}
+	return "", 0, fmt.Errorf("the plain function process did not answer on %s", url)
+}
+
 // startNginx runs nginx, if installed, as a reverse proxy with keep-alive to
 // upstream at location, and returns its URL for location and its master's
 // pid; otherwise a note saying why the column is missing.
@@ -683,7 +748,7 @@ http {
     }
   }
 }
-`, user, dir, strings.TrimPrefix(upstream, "http://"), port, location)
+`, user, dir, nginxServer(upstream), port, location)
 	confPath := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		return "", 0, nil, err.Error()

@@ -115,6 +115,7 @@ type fixture struct {
 	store   *store.Store
 	writer  *store.InvocationWriter
 	driver  *localdriver.Driver
+	dir     string // the driver's
 	code    *memCode
 	scaler  *countingScaler
 	proxy   *proxy.Proxy
@@ -135,7 +136,8 @@ func setup(t testing.TB, opts options) *fixture {
 	pool := pgtest.Pool(t)
 	st := store.New(pool, nil)
 	f := &fixture{t: t, ns: newNamespace(t), store: st, code: &memCode{}, reg: prometheus.NewRegistry()}
-	d, err := localdriver.New(localdriver.Options{Dir: t.TempDir(), Logger: quiet(), Drain: 100 * time.Millisecond, StopGrace: time.Second})
+	f.dir = t.TempDir()
+	d, err := localdriver.New(localdriver.Options{Dir: f.dir, Logger: quiet(), Drain: 100 * time.Millisecond, StopGrace: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

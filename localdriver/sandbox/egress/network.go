@@ -237,14 +237,10 @@ func (l *Link) Close() {
 		return
 	}
 	l.once.Do(func() {
+		// Nothing of slirp4netns's is worth a graceful end: the namespace it
+		// served is gone or going.
+		_ = l.cmd.Process.Kill()
+		_ = l.cmd.Wait()
 		l.exit.Close()
-		done := make(chan struct{})
-		go func() { _ = l.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(2 * time.Second):
-			_ = l.cmd.Process.Kill()
-			<-done
-		}
 	})
 }
