@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
@@ -97,7 +98,7 @@ func TestFakeImageMatchesRealRuntimes(t *testing.T) {
 				t.Fatal(err)
 			}
 			var real json.RawMessage
-			if err := get(context.Background(), client, endpoint+"/", &real); err != nil {
+			if err := get(context.Background(), client, testutil.EndpointURL(endpoint)+"/", &real); err != nil {
 				t.Fatal(err)
 			}
 			fake, err := im.Answer(env, "/", 1)
