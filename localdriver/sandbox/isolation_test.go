@@ -108,21 +108,11 @@ for _ in range(5):
     pids.append(pid)
 print(sum(1 for p in pids if os.WIFSIGNALED(os.waitpid(p, 0)[1])), "killed")
 `
-	spec := sandbox.Spec{Tenant: tenantA, Path: py, Args: []string{"-c", script}, Dir: "/", Env: []string{"PATH=/usr/bin:/bin"},
-		Roots: []string{prefix}, MemoryBytes: 64 << 20}
-	c, err := s.Command(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Wait()
-	killed, _ := strconv.Atoi(strings.Fields(out.String() + " 0")[0])
+	c, out := startWait(t, s, sandbox.Spec{Tenant: tenantA, Path: py, Args: []string{"-c", script}, Dir: "/", Env: []string{"PATH=/usr/bin:/bin"},
+		Roots: []string{prefix}, MemoryBytes: 64 << 20})
+	killed, _ := strconv.Atoi(strings.Fields(out + " 0")[0])
 	if killed < 3 || !c.OOMKilled() {
-		t.Fatalf("5 × 30 MiB under 64 MiB: %q, OOMKilled %v; want at least 3 killed", out.String(), c.OOMKilled())
+		t.Fatalf("5 × 30 MiB under 64 MiB: %q, OOMKilled %v; want at least 3 killed", out, c.OOMKilled())
 	}
 }
 
@@ -181,6 +171,13 @@ func TestUIDRangesAreUniqueOnTheHost(t *testing.T) {
 // runSpec runs spec in s and returns its output and exit status.
 func runSpec(t *testing.T, s *sandbox.Sandbox, spec sandbox.Spec) (string, int) {
 	t.Helper()
+	c, out := startWait(t, s, spec)
+	return out, c.ProcessState.ExitCode()
+}
+
+// startWait runs spec in s until it exits and returns it and its output.
+func startWait(t *testing.T, s *sandbox.Sandbox, spec sandbox.Spec) (*sandbox.Cmd, string) {
+	t.Helper()
 	c, err := s.Command(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +188,7 @@ func runSpec(t *testing.T, s *sandbox.Sandbox, spec sandbox.Spec) (string, int) 
 		t.Fatalf("start: %v", err)
 	}
 	_ = c.Wait()
-	return out.String(), c.ProcessState.ExitCode()
+	return c, out.String()
 }
 
 // realPython returns the machine's python3 interpreter (not a pyenv shim)

@@ -1,7 +1,6 @@
 package sandbox_test
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,17 +35,7 @@ func run(t *testing.T, s *sandbox.Sandbox, tenant, dir, script string) (string, 
 	if dir != "" {
 		spec.Binds = []sandbox.Bind{{Source: dir, Dest: "/app"}}
 	}
-	c, err := s.Command(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
-	if err := c.Start(); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	_ = c.Wait()
-	return out.String(), c.ProcessState.ExitCode()
+	return runSpec(t, s, spec)
 }
 
 func TestSandboxedProcessSeesOnlyItsOwn(t *testing.T) {

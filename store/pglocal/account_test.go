@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/slessio/sless/domain"
 )
 
@@ -208,14 +206,7 @@ func TestRootTakesOverAClusterOfThePostgresUser(t *testing.T) {
 					_ = os.Remove(dataDir + ownerSuffix)
 				})
 			}
-			conn, err := pgx.Connect(ctx, c.URL("postgres"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := conn.Exec(ctx, "CREATE TABLE kept AS SELECT 'yes' AS v"); err != nil {
-				t.Fatal(err)
-			}
-			conn.Close(ctx)
+			writeKept(t, c.URL("postgres"))
 			if err := c.Stop(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +224,7 @@ func TestRootTakesOverAClusterOfThePostgresUser(t *testing.T) {
 			mustMode(t, dataDir, 0o700, own.uid)
 			mustKeepOut(t, dataDir, own, append(outsiders(t), old)...)
 			// Nothing is left to the old owner; sless's own files stay root's.
-			err = filepath.WalkDir(dataDir, func(path string, d fs.DirEntry, err error) error {
+			err := filepath.WalkDir(dataDir, func(path string, d fs.DirEntry, err error) error {
 				if err != nil {
 					return err
 				}

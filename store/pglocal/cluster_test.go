@@ -88,14 +88,7 @@ func TestStartStopRestartKeepsData(t *testing.T) {
 	if err := c.EnsureDatabase(ctx, "sless"); err != nil {
 		t.Fatalf("EnsureDatabase on an existing database: %v", err)
 	}
-	conn, err := pgx.Connect(ctx, c.URL("sless"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE TABLE kept AS SELECT 'yes' AS v"); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
+	writeKept(t, c.URL("sless"))
 	if err := c.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -194,14 +187,7 @@ func TestRootWithClosedDataDirectory(t *testing.T) {
 	if c.Dir() != dir {
 		t.Errorf("Dir() = %s, want %s", c.Dir(), dir)
 	}
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE TABLE kept AS SELECT 'yes' AS v"); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
+	writeKept(t, c.URL("postgres"))
 	// The password stays in the closed directory, root's alone; the cluster's
 	// files are the server's user's alone.
 	server, err := chooseAccount(ctx, "")
@@ -302,5 +288,20 @@ func TestForeignDataDirectory(t *testing.T) {
 	_, err = Start(context.Background(), Options{Dir: dir})
 	if err == nil || !strings.Contains(err.Error(), "not created by sless") {
 		t.Fatalf("got %v, want a message about a foreign data directory", err)
+	}
+}
+
+// writeKept creates the table kept (v = 'yes') in the database at url, which
+// the tests read back after a restart.
+func writeKept(t *testing.T, url string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE TABLE kept AS SELECT 'yes' AS v"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -55,14 +55,7 @@ func TestRestartsAKilledServer(t *testing.T) {
 	ctx := context.Background()
 	c, logs := supervised(t, time.Minute)
 	port := c.Port()
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE TABLE kept AS SELECT 'yes' AS v"); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
+	writeKept(t, c.URL("postgres"))
 
 	killedAt := time.Now()
 	killPostmaster(t, c)
