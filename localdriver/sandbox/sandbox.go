@@ -149,7 +149,7 @@ func New(opts Options) (*Sandbox, error) {
 	if err := s.probe(); err != nil {
 		return nil, err
 	}
-	s.groups, err = cgroup.New(cgroup.Options{Name: groupName(dir)})
+	s.groups, err = cgroup.New(cgroup.Options{Name: groupName(dir), Sweep: groupPrefix})
 	if err != nil {
 		s.groupsWhy = domain.ErrorMessage(err)
 	}
@@ -167,11 +167,16 @@ func (s *Sandbox) Close() error {
 
 // groupName is the parent cgroup of the sandboxes of dir: one per data dir,
 // so that a second platform on the machine has its own, and a restarted one
-// finds (and clears) what its previous run left.
+// finds (and clears) what its previous run left; other platforms clear it
+// when it is empty (see groupPrefix).
 func groupName(dir string) string {
 	sum := sha256.Sum256([]byte(dir))
-	return "sless-" + hex.EncodeToString(sum[:4])
+	return groupPrefix + hex.EncodeToString(sum[:4])
 }
+
+// groupPrefix starts the names of sandboxes' parent cgroups: New sweeps the
+// empty ones that platforms which died left (their data dirs may be gone).
+const groupPrefix = "sless-sb-"
 
 // CgroupsWhy says why sandboxes have no cgroup (their memory is then limited
 // per process only), or "" when they have one.

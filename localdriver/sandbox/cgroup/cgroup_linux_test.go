@@ -210,6 +210,55 @@ func TestNewRemovesWhatACrashedRunLeft(t *testing.T) {
 	}
 }
 
+// TestNewSweepsWhatDeadPlatformsLeft: groups of other platforms that died
+// (another Name, the same prefix) are removed when they hold no process,
+// and kept when they do; a live platform whose empty parent was swept makes
+// it again.
+func TestNewSweepsWhatDeadPlatformsLeft(t *testing.T) {
+	t.Parallel()
+	prefix := uniqueName() + "-"
+	dead, err := New(Options{Name: prefix + "dead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, dead, Limits{}) // an empty group left behind
+	busy, err := New(Options{Name: prefix + "busy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mustClose(t, busy) })
+	g := mustCreate(t, busy, Limits{})
+	cmd := helperCmd("sleep")
+	startBlocked(t, g, cmd)
+	idle, err := New(Options{Name: prefix + "idle"}) // alive, no group yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mustClose(t, idle) })
+
+	h, err := New(Options{Name: prefix + "new", Sweep: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mustClose(t, h) })
+	for _, p := range dead.parents {
+		if _, err := os.Stat(p.dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the dead platform's %s is left (%v)", p.dir, err)
+		}
+	}
+	for _, dir := range g.dirs {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("a group holding a process was swept: %v", err)
+		}
+	}
+	if cmd.ProcessState != nil {
+		t.Errorf("the busy group's process ended: %s", cmd.ProcessState)
+	}
+	if _, err := idle.Create("after-the-sweep", Limits{MaxProcs: 8}); err != nil {
+		t.Errorf("Create in a platform whose empty parent was swept: %v", err)
+	}
+}
+
 func TestCPUWeight(t *testing.T) {
 	t.Parallel()
 	h := newHierarchy(t)

@@ -15,9 +15,13 @@
 //	<this process's own group>/<Options.Name>/<name of Create>
 //
 // in each hierarchy in use. Options.Name is the platform's parent group
-// ("sless-<8 hex of the data dir>"): New removes the groups a previous run
+// ("sless-sb-<8 hex of the data dir>"): New removes the groups a previous run
 // with the same Name left (those of a crashed process, killing what still
-// runs in them), and Close removes them all and the parent. Processes join
+// runs in them), and Close removes them all and the parent. With
+// Options.Sweep New also removes the empty groups of other platforms that
+// died (a name with that prefix, no process in it), whose data dirs may be
+// gone; a live platform whose empty parent it removed makes it again on
+// Create. Processes join
 // a group by pid (Add) after they start: the sandbox starts them blocked,
 // adds them, then lets them run, so the function's code never runs outside.
 //

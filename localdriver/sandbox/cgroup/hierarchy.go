@@ -25,6 +25,13 @@ type Options struct {
 	// created below this process's own group in each hierarchy. New and
 	// Close remove every group below it: one platform per Name.
 	Name string
+	// Sweep, when set, is the prefix of the groups of other platforms (such
+	// as "sless-sb-"): New also removes those of them next to its own that
+	// hold no process, which platforms that died left and whose data dirs
+	// may be gone, so that no later run of theirs clears them. A group
+	// holding a process is never touched (the kernel refuses), and a
+	// platform whose empty parent was removed makes it again on Create.
+	Sweep string
 }
 
 // Hierarchy is where sless makes groups: its parent group in the unified
@@ -82,7 +89,50 @@ func open(sys host, opts Options) (*Hierarchy, error) {
 	if err := h.removeAll(); err != nil {
 		return nil, fmt.Errorf("remove the cgroups a previous run left: %w", err)
 	}
+	if opts.Sweep != "" {
+		h.sweep(opts.Sweep)
+	}
 	return h, nil
+}
+
+// sweep removes the groups next to the parent whose names start with
+// prefix (other than the parent and selfLeaf) as far as they hold no process.
+func (h *Hierarchy) sweep(prefix string) {
+	for _, p := range h.parents {
+		at := path.Dir(p.dir)
+		siblings, _ := h.host.Subdirs(at)
+		for _, s := range siblings {
+			if strings.HasPrefix(s, prefix) && s != h.name && s != selfLeaf {
+				h.rmdirEmpty(path.Join(at, s))
+			}
+		}
+	}
+}
+
+// rmdirEmpty removes dir and the groups below it, deepest first, as far as
+// the kernel lets it: a group with a process in it stays, with its parents.
+func (h *Hierarchy) rmdirEmpty(dir string) {
+	subs, _ := h.host.Subdirs(dir)
+	for _, s := range subs {
+		h.rmdirEmpty(path.Join(dir, s))
+	}
+	_ = h.host.Rmdir(dir)
+}
+
+// ensureParents makes the parent groups again where they are missing (a
+// sweep of another platform's removed them while they were empty).
+func (h *Hierarchy) ensureParents() error {
+	for _, p := range h.parents {
+		if err := h.mkdirParent(p.dir); err != nil {
+			return err
+		}
+		if h.version == 2 {
+			if err := h.enable(p.dir, p.controllers...); err != nil {
+				return fmt.Errorf("enable %s in %s: %w", strings.Join(p.controllers, ", "), p.dir, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Describe says which cgroup version and controllers are in use and where,
@@ -111,7 +161,13 @@ func (h *Hierarchy) Create(name string, l Limits) (*Group, error) {
 	}
 	g := h.group(name)
 	for i, dir := range g.dirs {
-		if err := h.host.Mkdir(dir); err != nil {
+		err := h.host.Mkdir(dir)
+		if errors.Is(err, fs.ErrNotExist) { // the parent was swept while empty
+			if err = h.ensureParents(); err == nil {
+				err = h.host.Mkdir(dir)
+			}
+		}
+		if err != nil {
 			for _, made := range g.dirs[:i] {
 				_ = h.host.Rmdir(made)
 			}
