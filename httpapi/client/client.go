@@ -62,7 +62,7 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 	}
 	if c.namespace == "" {
 		if c.namespace, err = NamespaceOf(token); err != nil {
-			return nil, fmt.Errorf("sless client: %w; pass WithNamespace", err)
+			return nil, fmt.Errorf("cannot tell the namespace from the token: %w", err)
 		}
 	}
 	return c, nil

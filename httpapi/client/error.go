@@ -49,7 +49,14 @@ type Error struct {
 	// RequestID is the X-Request-Id of the answer, which names the request in
 	// the server's log.
 	RequestID string
+	// ContentType is the media type of a non-API answer ("text/html"), ""
+	// for the API's own errors.
+	ContentType string
 }
+
+// NotAPI reports whether the answer did not come from a sless API: no API
+// error body (a web server's or a load balancer's page).
+func (e *Error) NotAPI() bool { return e.Code == "" }
 
 // Error implements the error interface.
 func (e *Error) Error() string {
@@ -85,7 +92,10 @@ func readError(res *http.Response) *Error {
 		e.Code, e.Message, e.Field = body.Error.Code, body.Error.Message, body.Error.Field
 		return e
 	}
-	e.Message = describeBody(mt, data)
+	e.Message, e.ContentType = describeBody(mt, data), mt
+	if e.ContentType == "" {
+		e.ContentType = "no content type"
+	}
 	return e
 }
 

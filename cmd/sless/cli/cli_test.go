@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,5 +143,86 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 	_, err = sless(t, "fn", "ls", "--url", "http://127.0.0.1:1", "--token", forged)
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the sless API at http://127.0.0.1:1 (connection refused)") {
 		t.Fatalf("nobody listening: %v", err)
+	}
+	// A web server that is not sless: said so, without its page.
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, "<!DOCTYPE HTML><html><body><h1>Error response</h1></body></html>")
+	}))
+	defer other.Close()
+	_, err = sless(t, "fn", "ls", "--url", other.URL, "--token", forged)
+	if err == nil || err.Error() != other.URL+" does not answer like a sless API (HTTP 404, text/html): check --url / SLESS_URL (`sless dev` prints the address)" {
+		t.Fatalf("a web server that is not sless: %v", err)
+	}
+	_, err = sless(t, "fn", "ls", "--url", url, "--token", "garbage")
+	if err == nil || !strings.Contains(err.Error(), "the token is not a JWT") || strings.Contains(err.Error(), "WithNamespace") || strings.Contains(err.Error(), "sless client") {
+		t.Fatalf("a token that is not a JWT: %v", err)
+	}
+}
+
+// TestAPIErrorsNameTheirFieldOnce: a field's error reads "memory_mb: ...",
+// never "memory_mb: memory_mb: ...", from the API as from a flag.
+func TestAPIErrorsNameTheirFieldOnce(t *testing.T) {
+	url, tok := api(t, "cli-dave")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "handler.py"), []byte("def handle(e):\n    return 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fn", "deploy", dir, "--name", "small", "--runtime", "python3.11", "--memory", "10"}, "memory_mb: 10 is out of range"},
+		{[]string{"fn", "deploy", dir, "--name", "tick", "--runtime", "python3.11", "--cron", "61 * * * *"}, `--cron "61 * * * *": "61 * * * *": minute value`},
+		{[]string{"trigger", "create", "bad", "--function", "small", "--cron", "61 * * * *"}, `schedule: "61 * * * *": minute value`},
+	} {
+		_, err := sless(t, append(c.args, "--url", url, "--token", tok)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v; want %q", c.args, err, c.want)
+			continue
+		}
+		if doubled(err.Error()) {
+			t.Errorf("%v: %v names a field twice", c.args, err)
+		}
+	}
+}
+
+// doubled reports a prefix said twice in a row: "schedule: schedule: ...".
+func doubled(msg string) bool {
+	parts := strings.Split(msg, ": ")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] == parts[i-1] {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTriggerCreateTakesCronAndHTTP: `trigger create` takes --cron and
+// --http as `fn deploy` does, besides --type and --schedule.
+func TestTriggerCreateTakesCronAndHTTP(t *testing.T) {
+	url, tok := api(t, "cli-erin")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "handler.py"), []byte("def handle(e):\n    return 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) { return sless(t, append(args, "--url", url, "--token", tok)...) }
+	if _, err := run("fn", "deploy", dir, "--name", "report", "--runtime", "python3.11", "--no-wait"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run("trigger", "create", "every5", "--function", "report", "--cron", "*/5 * * * *")
+	if err != nil || !strings.Contains(out, "every5  cron") || !strings.Contains(out, "*/5 * * * *") {
+		t.Fatalf("--cron: %v\n%s", err, out)
+	}
+	out, err = run("trigger", "create", "web", "--function", "report", "--http")
+	if err != nil || !strings.Contains(out, "web   http") {
+		t.Fatalf("--http: %v\n%s", err, out)
+	}
+	if _, err := run("trigger", "create", "both", "--function", "report", "--http", "--cron", "* * * * *"); err == nil ||
+		!strings.Contains(err.Error(), "leave out --http") {
+		t.Fatalf("--http with --cron: %v", err)
 	}
 }

@@ -70,16 +70,16 @@ func explain(err error, url, what, list string) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &apiErr) && apiErr.NotAPI():
+		return fmt.Errorf("%s does not answer like a sless API (HTTP %d, %s): check --url / %s (`sless dev` prints the address)",
+			url, apiErr.Status, apiErr.ContentType, EnvURL)
 	case errors.As(err, &apiErr) && apiErr.Status == 401:
 		return fmt.Errorf("the API at %s rejected the token (401): %s — get a token (`sless token --sub NAME` where the platform runs, or the one `sless dev` prints) and run `sless login --url %s --token TOKEN`", url, apiErr.Message, url)
 	case errors.As(err, &apiErr) && apiErr.Status == 404 && what != "":
 		return fmt.Errorf("%s not found in your namespace — run: %s", what, list)
 	case errors.As(err, &apiErr):
-		msg := apiErr.Message
-		if apiErr.Field != "" {
-			msg = apiErr.Field + ": " + msg
-		}
-		return fmt.Errorf("%s (HTTP %d %s)", msg, apiErr.Status, apiErr.Code)
+		// The API's message names its field already ("memory_mb: ...").
+		return fmt.Errorf("%s (HTTP %d %s)", apiErr.Message, apiErr.Status, apiErr.Code)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot reach the sless API at %s (connection refused): start it with `go tool task dev` (or `sless dev`), or pass --url / set %s", url, EnvURL)
 	}

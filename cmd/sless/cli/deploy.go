@@ -341,7 +341,9 @@ func (fo *follower) done() {
 func messageOf(err error) string {
 	var de *domain.Error
 	if errors.As(err, &de) {
-		return de.Message
+		// The caller names the flag or the file's field: not the API's
+		// field name again ("--cron: schedule: ...").
+		return strings.TrimPrefix(de.Message, de.Field+": ")
 	}
 	return err.Error()
 }

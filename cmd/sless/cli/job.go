@@ -159,7 +159,7 @@ func writeJobs(w io.Writer, js []client.Job) error {
 		if j.CompletedAt != nil {
 			done = j.CompletedAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", j.Name, j.Function, j.RunID, j.Phase, j.Version, done, firstLine(j.Message))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", j.Name, j.Function, j.RunID, j.Phase, j.Version, done, headline(j.Message))
 	}
 	return tw.Flush()
 }

@@ -7,6 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -61,16 +64,116 @@ func loadProject(dir string) (*project, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return p, nil
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(p); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err == nil && len(root.Content) == 1 {
 		walk(root.Content[0], "", p.set)
 	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(p); err != nil {
+		return nil, yamlError(path, err, p.set)
+	}
 	return p, p.validate(path)
+}
+
+// yamlError says what is wrong with the file in its terms: "sless.yaml:5:
+// unknown field "timeot" (did you mean "timeout"?)", never the parser's Go
+// types.
+func yamlError(path string, err error, keys map[string]int) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			return fmt.Errorf("%s:%s: %s", path, m[1], m[2])
+		}
+		return fmt.Errorf("%s: %s", path, msg)
+	}
+	var lines []string
+	for _, e := range te.Errors {
+		m := yamlLine.FindStringSubmatch(e)
+		if m == nil {
+			lines = append(lines, fmt.Sprintf("%s: %s", path, e))
+			continue
+		}
+		line, msg := m[1], m[2]
+		if f := unknownField.FindStringSubmatch(msg); f != nil {
+			msg = fmt.Sprintf("unknown field %q", f[1])
+			if near := nearest(f[1], projectKeys); near != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", near)
+			}
+		} else if t := cannotDecode.FindStringSubmatch(msg); t != nil {
+			got := map[string]string{"seq": "a list", "map": "a mapping"}[t[1]]
+			if t[2] != "" || got == "" {
+				got = strconv.Quote(t[2])
+			}
+			msg = fmt.Sprintf("%s is not %s", got, kindWords(t[3]))
+			for key, at := range keys {
+				if strconv.Itoa(at) == line {
+					msg = key + ": " + msg
+				}
+			}
+		}
+		lines = append(lines, fmt.Sprintf("%s:%s: %s", path, line, msg))
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
+
+var (
+	yamlLine     = regexp.MustCompile(`^line (\d+): (.*)$`)
+	unknownField = regexp.MustCompile(`^field (\S+) not found in type `)
+	cannotDecode = regexp.MustCompile("^cannot unmarshal !!(\\w+) (?:`([^`]*)` )?into (\\S+)")
+)
+
+// kindWords names the kind of value a Go type of project takes, for people.
+func kindWords(goType string) string {
+	switch {
+	case goType == "int":
+		return "a whole number"
+	case goType == "bool":
+		return "true or false"
+	case goType == "string":
+		return "a text"
+	case strings.HasPrefix(goType, "map["):
+		return "a mapping of names to values"
+	default:
+		return "a mapping"
+	}
+}
+
+// projectKeys are the keys a ProjectFile may have, at any level.
+var projectKeys = []string{"name", "runtime", "entrypoint", "memory", "timeout", "env", "triggers", "http", "cron"}
+
+// nearest returns the key of keys closest to s when it is a likely typo
+// (at most two edits, and fewer than half of its letters), else "".
+func nearest(s string, keys []string) string {
+	best, bestD := "", 3
+	for _, k := range keys {
+		if d := editDistance(s, k); d < bestD && d*2 < len(k) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // walk records the line of every key of a mapping, by dotted path.

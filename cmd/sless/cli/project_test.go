@@ -18,7 +18,12 @@ func TestProjectFileErrorsNameFileLineField(t *testing.T) {
 		{"runtime: python3.11\ntriggers:\n  cron: every day\n", "sless.yaml:3: triggers.cron: "},
 		{"runtime: python3.11\nentrypoint: nodot\n", "sless.yaml:2: entrypoint: "},
 		{"runtime: python3.11\nenv:\n  1BAD: x\n", "sless.yaml:2: env: "},
-		{"runtime: python3.11\nmemroy: 128\n", "line 2: field memroy not found"},
+		{"runtime: python3.11\nmemroy: 128\n", `sless.yaml:2: unknown field "memroy" (did you mean "memory"?)`},
+		{"name: hello\n\ntimeot: 30\n", `sless.yaml:3: unknown field "timeot" (did you mean "timeout"?)`},
+		{"triggers:\n  htp: true\n", `sless.yaml:2: unknown field "htp" (did you mean "http"?)`},
+		{"name: hello\nmemory: lots\n", `sless.yaml:2: memory: "lots" is not a whole number`},
+		{"name: hello\nenv: [1, 2]\n", "sless.yaml:2: env: a list is not a mapping of names to values"},
+		{"name: hello\n  bad: [\n", "sless.yaml:2: mapping values are not allowed"},
 	} {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "handler.py"), []byte("def handle(e):\n    return 1\n"), 0o644); err != nil {
@@ -30,6 +35,9 @@ func TestProjectFileErrorsNameFileLineField(t *testing.T) {
 		_, err := sless(t, "fn", "deploy", dir, "--url", "http://127.0.0.1:1", "--token", "x.y.z")
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Join(dir, "sless.yaml")) {
 			t.Errorf("%q: %v; want an error naming the file and %q", c.yaml, err, c.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "cli.") || strings.Contains(err.Error(), "!!") || strings.Contains(err.Error(), "unmarshal")) {
+			t.Errorf("%q: %v names the parser's Go types", c.yaml, err)
 		}
 	}
 }

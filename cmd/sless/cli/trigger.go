@@ -17,15 +17,28 @@ func triggerCommand() *cobra.Command {
 		Example: "  sless trigger ls\n  sless trigger disable hello-http"}
 	c.bind(cmd)
 	notFound := func(name string) string { return fmt.Sprintf("trigger %q", name) }
-	var typ, function, schedule string
-	var disabled bool
+	var typ, function, schedule, cron string
+	var disabled, http bool
 	create := &cobra.Command{
-		Use:   "create NAME --function FN [--type http|cron] [--schedule SCHEDULE]",
+		Use:   "create NAME --function FN [--http | --cron SCHEDULE]",
 		Short: "Create a trigger: http (a public URL) or cron (a schedule in UTC)",
-		Example: `  sless trigger create hello-http --function hello --type http
+		Example: `  sless trigger create hello-http --function hello --http
+  sless trigger create nightly --function report --cron "0 3 * * *"
   sless trigger create nightly --function report --type cron --schedule "0 3 * * *"`,
 		Args: cobra.ExactArgs(1),
 		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
+			// --cron and --http as `fn deploy` takes them; --type and
+			// --schedule say the same at length.
+			switch {
+			case cron != "" && (http || cmd.Flags().Changed("type") && typ != string(domain.TriggerCron)):
+				return fmt.Errorf("--cron makes a cron trigger: leave out --http and --type")
+			case cron != "":
+				typ, schedule = string(domain.TriggerCron), cron
+			case http && cmd.Flags().Changed("type") && typ != string(domain.TriggerHTTP):
+				return fmt.Errorf("--http makes an http trigger: leave out --type %s", typ)
+			case http:
+				typ = string(domain.TriggerHTTP)
+			}
 			t, err := cl.CreateTrigger(cmd.Context(), client.CreateTriggerRequest{Name: args[0], Type: domain.TriggerType(typ),
 				Function: function, Schedule: schedule, Enabled: client.Ptr(!disabled)})
 			if err != nil {
@@ -34,6 +47,8 @@ func triggerCommand() *cobra.Command {
 			return c.print(cmd.OutOrStdout(), t, func(w io.Writer) error { return writeTriggers(w, []client.Trigger{*t}) })
 		}),
 	}
+	create.Flags().BoolVar(&http, "http", false, "an http trigger: a public URL (the default)")
+	create.Flags().StringVar(&cron, "cron", "", "a cron trigger on this five-field schedule in UTC, e.g. \"*/5 * * * *\"")
 	create.Flags().StringVar(&typ, "type", "http", "http or cron")
 	create.Flags().StringVar(&function, "function", "", "the function the trigger runs (required)")
 	create.Flags().StringVar(&schedule, "schedule", "", "five-field cron schedule in UTC (type cron)")

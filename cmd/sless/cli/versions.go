@@ -37,7 +37,7 @@ func versionsCommand(c *conn) *cobra.Command {
 						built = v.BuiltAt.UTC().Format(time.RFC3339)
 					}
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Version, active, v.BuildStatus, shortDigest(v.Digest),
-						v.CreatedAt.UTC().Format(time.RFC3339), built, firstLine(v.Message))
+						v.CreatedAt.UTC().Format(time.RFC3339), built, headline(v.Message))
 				}
 				return tw.Flush()
 			})
@@ -143,4 +143,21 @@ func shortDigest(d string) string {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// headline is the line of a message that says what went wrong, for a
+// listing: its first, except for a Python traceback, whose exception's own
+// line ("ValueError: ...") comes last; the whole message stays in `get`.
+func headline(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "Traceback (most recent call last):") {
+		return firstLine(s)
+	}
+	lines := strings.Split(s, "\n")
+	for i := len(lines) - 1; i > 0; i-- {
+		if l := strings.TrimRight(lines[i], " \r"); l != "" && !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "\t") {
+			return l
+		}
+	}
+	return firstLine(s)
 }
