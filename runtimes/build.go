@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -185,8 +186,10 @@ func (o BuildOptions) toolEnv(bins ...string) []string {
 // runs the package's init, Build having compiled the entrypoint in) and
 // fails when the entrypoint does not resolve: a missing module or function,
 // a syntax error, an exception at load. It returns the check's output, and
-// EUNPROCESSABLE with the load error when it fails, EUNAVAILABLE when it
-// could not run.
+// EUNPROCESSABLE with the load error when it fails (for a module the
+// entrypoint names that is not in the upload, which files it would be and
+// the upload's top-level files; for a package the code imports that is not
+// installed, where to list it), EUNAVAILABLE when it could not run.
 func (r Runtime) Check(ctx context.Context, dir string, opts BuildOptions) (string, error) {
 	spec, err := r.Command(dir, ModeCheck)
 	if err != nil {
@@ -205,7 +208,14 @@ func (r Runtime) Check(ctx context.Context, dir string, opts BuildOptions) (stri
 			return string(out), domain.Errorf(domain.EUNPROCESSABLE, "loading the entrypoint did not finish within %s: the module blocks at import", timeout)
 		}
 		berr := buildError(ctx, t.Name, out, err)
-		if hint := missingModuleHint(string(out)); hint != "" && domain.ErrorCode(berr) == domain.EUNPROCESSABLE {
+		if domain.ErrorCode(berr) != domain.EUNPROCESSABLE {
+			return string(out), berr
+		}
+		if m := moduleMissing.FindStringSubmatch(string(out)); m != nil {
+			return string(out), domain.Errorf(domain.EUNPROCESSABLE, "the entrypoint %s names %s, which is not in the upload; %s",
+				m[1], m[2], topLevelFiles(filepath.Join(dir, FunctionDir), nil))
+		}
+		if hint := missingModuleHint(string(out), filepath.Join(dir, FunctionDir)); hint != "" {
 			return string(out), domain.Errorf(domain.EUNPROCESSABLE, "%s\n%s", domain.ErrorMessage(berr), hint)
 		}
 		return string(out), berr
@@ -213,21 +223,75 @@ func (r Runtime) Check(ctx context.Context, dir string, opts BuildOptions) (stri
 	return string(out), nil
 }
 
-// missingModuleHint says what to do about a Python module the load could not
-// import, "" for other failures.
-func missingModuleHint(out string) string {
+// moduleMissing is the line a wrapper's load ends with when the module the
+// entrypoint names is not there at all (as opposed to a module it imports):
+// the entrypoint, and the files that would have been the module.
+var moduleMissing = regexp.MustCompile(`(?m)^sless: cannot load (\S+): (.+) is not in the function's folder$`)
+
+// topLevelFiles lists the files and folders (with a slash) at the top of the
+// user's code in fnDir, for a message about a file that is not there. It
+// leaves out what builds and loads write there (node_modules, __pycache__)
+// and the files skip says the runtime added.
+func topLevelFiles(fnDir string, skip func(name string) bool) string {
+	entries, _ := os.ReadDir(fnDir)
+	var names []string
+	for _, e := range entries {
+		if e.Name() == "__pycache__" || e.Name() == "node_modules" || skip != nil && skip(e.Name()) {
+			continue
+		}
+		name := e.Name()
+		if e.IsDir() {
+			name += "/"
+		}
+		names = append(names, name)
+	}
+	const most = 20
+	switch {
+	case len(names) == 0:
+		return "the upload has no files"
+	case len(names) > most:
+		return fmt.Sprintf("its top-level files are: %s and %d more", strings.Join(names[:most], ", "), len(names)-most)
+	}
+	return "its top-level files are: " + strings.Join(names, ", ")
+}
+
+// missingModuleHint says what to do about a module the user's code in fnDir
+// imports that is neither in the upload nor installed (Python), or a package
+// it requires that is not installed (Node.js), "" for other failures.
+func missingModuleHint(out, fnDir string) string {
+	if pkg := nodeMissingPackage.FindStringSubmatch(out); pkg != nil {
+		return fmt.Sprintf("sless: the package %q is not installed: list it in package.json's dependencies", pkg[1])
+	}
 	_, rest, ok := strings.Cut(out, "ModuleNotFoundError: No module named '")
 	if !ok {
 		return ""
 	}
-	module, _, _ := strings.Cut(rest, "'")
-	module, _, _ = strings.Cut(module, ".")
+	full, _, _ := strings.Cut(rest, "'")
+	module, _, _ := strings.Cut(full, ".")
+	if inUpload(fnDir, module) { // a module of the upload's own package
+		path := strings.ReplaceAll(full, ".", "/")
+		return fmt.Sprintf("sless: the module %q is not in the upload: %s.py (or a %s/ package) is missing", full, path, path)
+	}
 	hint := fmt.Sprintf("sless: the module %q is not installed: list its package in requirements.txt", module)
 	if module == "psycopg2" {
 		hint += " (psycopg2-binary); the Kubernetes base image ships it, but local builds use the machine's python3, which lacks it"
 	}
 	return hint
 }
+
+// inUpload says the upload has the top-level Python module or package name.
+func inUpload(fnDir, name string) bool {
+	for _, file := range []string{name + ".py", name} {
+		if _, err := os.Stat(filepath.Join(fnDir, file)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeMissingPackage is Node.js's error for a package (not a relative or
+// absolute path) that no node_modules holds: its name, with the scope.
+var nodeMissingPackage = regexp.MustCompile(`(?m)^sless: cannot load \S+: Error: Cannot find module '((?:@[^/.'][^/']*/)?[^/.'][^/']*)[^']*'$`)
 
 // realPath resolves a tool found on PATH through its links (npm is a link
 // into node's lib folder), so a sandbox can bind the folder it lives in.

@@ -12,7 +12,10 @@
 //	nodejs20    DIR/sless_wrapper.js                 run: node DIR/sless_wrapper.js
 //	go1.23      DIR/function/sless_*.go (+ go.mod)   build: go build -o DIR/sless-fn; run: DIR/sless-fn
 //
-// Build then compiles Go (readable compiler output in the EUNPROCESSABLE error), runs
+// Build then compiles Go (readable compiler output in the EUNPROCESSABLE error; an
+// entrypoint that is missing or of the wrong kind, files that are not package main
+// or a func main of their own are said in the user's terms, not in the compiler's
+// about the generated files), runs
 // npm ci (with a package-lock.json) or npm install, --omit=dev --ignore-scripts unless
 // SLESS_NPM_ALLOW_SCRIPTS=true, when package.json declares dependencies, and for Python runs
 // pip install --target DIR/python-deps -r requirements.txt when the file lists
@@ -57,11 +60,17 @@
 // init runs before the server listens.) If loading fails (syntax error, exception at
 // import, missing entrypoint, Go init panic) the process exits non-zero with a
 // one-line summary and the traceback on stderr; for Go, compile errors and a missing
-// entrypoint fail Build instead. A request becomes the event: a JSON object
-// body as parsed, any other body as {"body": "<text>"}, no body as {}, plus _method,
-// _path (the raw request path), _query (repeated keys as a list), _headers (lower-case
-// names, repeated headers joined with ", ") and _accept. These keys replace body keys
-// of the same name. Bodies are read by Content-Length or chunked.
+// entrypoint fail Build instead. When the module the entrypoint names is not there
+// at all (handler.py or a handler/ package, handler.js or handler.mjs), rather than
+// a module it imports, the summary is the one line "sless: cannot load ENTRYPOINT:
+// FILES is not in the function's folder", which the build's check turns into a
+// message naming the files and listing the upload's top-level ones.
+//
+// A request becomes the event: a JSON object body as parsed, any other body as
+// {"body": "<text>"}, no body as {}, plus _method, _path (the raw request path),
+// _query (repeated keys as a list), _headers (lower-case names, repeated headers
+// joined with ", ") and _accept. These keys replace body keys of the same name.
+// Bodies are read by Content-Length or chunked.
 //
 // The return value becomes the response: a string starting (after white space) with
 // "<" is text/html; charset=utf-8, any other string text/plain; charset=utf-8,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -98,9 +99,95 @@ func (golang) build(ctx context.Context, dir string, opts BuildOptions) (string,
 		Dir: fnDir, Env: goBuildEnv(env), Index: index, Internet: internet}
 	out, err := opts.run(ctx, t)
 	if err != nil {
-		return string(out), buildError(ctx, t.Name, out, err)
+		berr := buildError(ctx, t.Name, out, err)
+		var exit *exec.ExitError
+		if domain.ErrorCode(berr) == domain.EUNPROCESSABLE && errors.As(err, &exit) {
+			if msg := goEntrypointProblems(string(out), fnDir); msg != "" {
+				return string(out), domain.Errorf(domain.EUNPROCESSABLE, "%s", msg)
+			}
+		}
+		return string(out), berr
 	}
 	return string(out), nil
+}
+
+// The compiler's words for what is wrong with the user's package as the
+// wrapper's files of package main see it: the entrypoint missing or of the
+// wrong kind (in the generated binding), the files not package main, or a
+// name the wrapper declares too (func main).
+var (
+	goUndefined  = regexp.MustCompile(`^\S*` + regexp.QuoteMeta(goEntrypointFile) + `:\d+:\d+: undefined: (\w+)$`)
+	goWrongKind  = regexp.MustCompile(`^\S*` + regexp.QuoteMeta(goEntrypointFile) + `:\d+:\d+: (?:cannot use (\w+) \((.+)\) as slessFunc value.*|(\w+) \((.+)\) is not an expression)$`)
+	goPackages   = regexp.MustCompile(`^found packages (\w+) \((\S+)\) and (\w+) \((\S+)\) in `)
+	goRedeclared = regexp.MustCompile(`^\S*sless_\w+\.go:\d+:\d+: (\w+) redeclared in this block$`)
+	goOtherDecl  = regexp.MustCompile(`^\s+(?:\./)?(\S+): other declaration of \w+$`)
+)
+
+// goSignature is what the entrypoint must be (the wrapper's slessFunc).
+const goSignature = "func(ctx context.Context, event map[string]any) (any, error)"
+
+// goEntrypointProblems says in the user's terms what the compiler found
+// wrong with the entrypoint or the package around it, followed by the rest
+// of its output, when it found any such thing; "" when it did not.
+func goEntrypointProblems(out, fnDir string) string {
+	var problems, rest []string
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if m := goUndefined.FindStringSubmatch(line); m != nil {
+			problems = append(problems, fmt.Sprintf("the entrypoint %s names a func %s of package main at the top of the upload, which is not there; %s",
+				m[1], m[1], topLevelFiles(fnDir, goAdded(fnDir))))
+		} else if m := goWrongKind.FindStringSubmatch(line); m != nil {
+			name, kind := m[1]+m[3], m[2]+m[4]
+			article := "a"
+			if strings.ContainsAny(kind[:1], "aeiou") {
+				article = "an"
+			}
+			problems = append(problems, fmt.Sprintf("the entrypoint %s must be a %s; the upload's %s is %s %s", name, goSignature, name, article, kind))
+		} else if m := goPackages.FindStringSubmatch(line); m != nil {
+			var user []string // Go names the first file of each package
+			for _, p := range [][2]string{{m[1], m[2]}, {m[3], m[4]}} {
+				if !strings.HasPrefix(p[1], "sless_") {
+					user = append(user, fmt.Sprintf("package %s (%s)", p[0], p[1]))
+				}
+			}
+			problems = append(problems, "the upload's top-level .go files must be package main, not "+strings.Join(user, " or "))
+		} else if m := goRedeclared.FindStringSubmatch(line); m != nil {
+			where := ""
+			if i+1 < len(lines) {
+				if d := goOtherDecl.FindStringSubmatch(lines[i+1]); d != nil {
+					where, i = " ("+d[1]+")", i+1
+				}
+			}
+			problems = append(problems, fmt.Sprintf("the upload declares %s%s, a name the runtime's part of package main uses: "+
+				"remove or rename it (the runtime provides func main, which calls the entrypoint)", m[1], where))
+		} else if line != "# function" && !strings.HasPrefix(line, "# ") {
+			rest = append(rest, line)
+		}
+	}
+	if len(problems) == 0 {
+		return ""
+	}
+	msg := strings.Join(problems, "\n")
+	if len(rest) > 0 {
+		msg += "\ngo build also says:\n" + clip(strings.Join(rest, "\n"), 8<<10)
+	}
+	return msg
+}
+
+// goAdded says which files of the function's folder Install wrote: the
+// wrapper's, the entrypoint binding, and a go.mod when the user sent none.
+func goAdded(fnDir string) func(name string) bool {
+	return func(name string) bool {
+		if strings.HasPrefix(name, "sless_") && strings.HasSuffix(name, ".go") {
+			return true
+		}
+		if name == "go.mod" {
+			data, err := os.ReadFile(filepath.Join(fnDir, name))
+			return err == nil && string(data) == goModule
+		}
+		return false
+	}
 }
 
 // goProxies reads GOPROXY of env (Go's default when unset: its public

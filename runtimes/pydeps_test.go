@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,6 +87,84 @@ func TestBuildPythonRequirements(t *testing.T) {
 	runtimestest.WriteFiles(t, fn, map[string]string{"requirements.txt": "# nothing yet\n\n"})
 	if log, err := rt.Build(context.Background(), dir, runtimes.BuildOptions{}); err != nil || log != "" {
 		t.Fatalf("build with an empty requirements.txt: %v %q", err, log)
+	}
+}
+
+// TestPipFailureSaysWhy: a requirement pip cannot install from the index
+// fails the build with pip's ERROR line first, the retries of an index that
+// cannot be reached folded into one line (the build log keeps each), and
+// where pip installs from and how to vendor wheels instead. The indexes are
+// this machine's (a closed port, a server answering 500, one without the
+// package), given in requirements.txt as the operator's would be, so that
+// the tests run in parallel.
+func TestPipFailureSaysWhy(t *testing.T) {
+	t.Parallel()
+	wheel, wheelData := runtimestest.PyWheel(t, "tinywheel", "VALUE = 42\n")
+	index := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/simple/tinywheel/":
+			fmt.Fprintf(w, `<a href="/files/%s">%s</a>`, wheel, wheel)
+		case "/files/" + wheel:
+			_, _ = w.Write(wheelData)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(index.Close)
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	t.Cleanup(failing.Close)
+	closed := fmt.Sprintf("http://127.0.0.1:%d/simple", freePort(t))
+	const viaIndex = "sless: pip installs from the package index the operator sets in SLESS_PIP_INDEX_URL (PyPI when unset); " +
+		"if that index cannot be reached or lacks a package, vendor the wheels in the upload: " +
+		"pip download -d wheels -r requirements.txt, then start requirements.txt with --no-index --find-links wheels"
+	for _, tc := range []struct {
+		name, requirements string
+		want               []string // the message's first lines
+		retries            int      // in the build log
+	}{
+		{"index_refuses", "--index-url " + closed + "\nsless-nosuchpkg==1.0\n", []string{
+			"pip install: Could not find a version that satisfies the requirement sless-nosuchpkg==1.0 (from versions: none)",
+			"pip retried 5 times to reach " + closed + ": Connection refused",
+			viaIndex}, 5},
+		{"index_answers_500", "--index-url " + failing.URL + "/simple\nsless-nosuchpkg==1.0\n", []string{
+			"pip install: Could not find a version that satisfies the requirement sless-nosuchpkg==1.0 (from versions: none)",
+			viaIndex}, 0},
+		{"not_on_the_index", "--index-url " + index.URL + "/simple\ntinywheel==1.0\nsless-nosuchpkg==1.0\n", []string{
+			"pip install: Could not find a version that satisfies the requirement sless-nosuchpkg==1.0 (from versions: none)",
+			viaIndex}, 0},
+		{"not_vendored", "--no-index\n--find-links wheels\nsless-nosuchpkg==1.0\n", []string{
+			"pip install: Could not find a version that satisfies the requirement sless-nosuchpkg==1.0 (from versions: none)",
+			"sless: with --no-index pip installs only from the wheels the upload vendors (--find-links wheels): " +
+				"put the wheel of every requirement, and of what it requires, in wheels/"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rt := mustLookup(t, "python3.11")
+			dir := emptyInstallDir(t)
+			runtimestest.WriteFiles(t, filepath.Join(dir, runtimes.FunctionDir), map[string]string{
+				"handler.py": "def handle(event):\n    return 1\n", "requirements.txt": tc.requirements})
+			if err := rt.Install(dir, "handler.handle"); err != nil {
+				t.Fatal(err)
+			}
+			// Home: pip in a clean environment (not this machine's PIP_FIND_LINKS).
+			log, err := rt.Build(context.Background(), dir, runtimes.BuildOptions{Home: t.TempDir()})
+			testutil.RequireCode(t, err, domain.EUNPROCESSABLE)
+			msg := domain.ErrorMessage(err)
+			if lines := strings.Split(msg, "\n"); len(lines) <= len(tc.want) || !slices.Equal(lines[:len(tc.want)], tc.want) {
+				t.Errorf("message\n%s\nwant it to start with\n%s", msg, strings.Join(tc.want, "\n"))
+			}
+			if strings.Contains(msg, "WARNING: Retrying") || tc.retries == 0 && strings.Contains(msg, "pip retried") {
+				t.Errorf("the message carries pip's retries:\n%s", msg)
+			}
+			if got := strings.Count(log, "WARNING: Retrying ("); got != tc.retries {
+				t.Errorf("the build log has %d retry warnings, want %d:\n%s", got, tc.retries, log)
+			}
+			if !strings.Contains(msg, "ERROR: No matching distribution found for sless-nosuchpkg==1.0") {
+				t.Errorf("the message lost pip's output:\n%s", msg)
+			}
+		})
 	}
 }
 
@@ -180,25 +261,38 @@ func TestPythonDependenciesAreReused(t *testing.T) {
 }
 
 // TestMissingModuleSaysWhatToDo: a function importing a package it did not
-// list fails its build with what to do, and for psycopg2 why the base image
-// differs from a local build.
+// list (its own file being there) fails its build with what to do, and for
+// psycopg2 why the base image differs from a local build.
 func TestMissingModuleSaysWhatToDo(t *testing.T) {
 	t.Parallel()
-	rt := mustLookup(t, "python3.11")
-	for module, want := range map[string]string{
-		"nosuchmodule_sless": `the module "nosuchmodule_sless" is not installed: list its package in requirements.txt`,
-		"psycopg2":           "the Kubernetes base image ships it, but local builds use the machine's python3",
+	for _, tc := range []struct {
+		runtime, file, code, want string
+		more                      map[string]string
+	}{
+		{"python3.11", "handler.py", "import nosuchmodule_sless\n\ndef handle(event):\n    return 1\n",
+			`the module "nosuchmodule_sless" is not installed: list its package in requirements.txt`, nil},
+		{"python3.11", "handler.py", "import psycopg2\n\ndef handle(event):\n    return 1\n",
+			"the Kubernetes base image ships it, but local builds use the machine's python3", nil},
+		{"python3.11", "handler.py", "import lib.helpers\n\ndef handle(event):\n    return 1\n",
+			`the module "lib.helpers" is not in the upload: lib/helpers.py (or a lib/helpers/ package) is missing`,
+			map[string]string{"lib/__init__.py": ""}},
+		{"nodejs20", "handler.js", "const pad = require('@sless-test/no-such-package/sub')\nexports.handle = () => 1\n",
+			`the package "@sless-test/no-such-package" is not installed: list it in package.json's dependencies`, nil},
 	} {
+		rt := mustLookup(t, tc.runtime)
 		dir := emptyInstallDir(t)
-		runtimestest.WriteFiles(t, filepath.Join(dir, runtimes.FunctionDir), map[string]string{
-			"handler.py": "import " + module + "\n\ndef handle(event):\n    return 1\n"})
+		runtimestest.WriteFiles(t, filepath.Join(dir, runtimes.FunctionDir), map[string]string{tc.file: tc.code})
+		runtimestest.WriteFiles(t, filepath.Join(dir, runtimes.FunctionDir), tc.more)
 		if err := rt.Install(dir, "handler.handle"); err != nil {
 			t.Fatal(err)
 		}
 		_, err := rt.Check(context.Background(), dir, runtimes.BuildOptions{Env: []string{"SLESS_ENTRYPOINT=handler.handle"}})
-		if module == "psycopg2" && err == nil {
+		if strings.Contains(tc.code, "psycopg2") && err == nil {
 			continue // this machine's python3 has psycopg2 after all
 		}
-		testutil.RequireCode(t, err, domain.EUNPROCESSABLE, want)
+		testutil.RequireCode(t, err, domain.EUNPROCESSABLE, tc.want)
+		if strings.Contains(err.Error(), "the entrypoint handler.handle names") {
+			t.Errorf("a module the code imports is taken for the entrypoint's: %v", err)
+		}
 	}
 }

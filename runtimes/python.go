@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -122,12 +125,87 @@ func (python) build(ctx context.Context, dir string, opts BuildOptions) (string,
 	out, err := opts.run(ctx, t)
 	if err != nil {
 		_ = os.RemoveAll(target) // no partial dependencies
-		return string(out), installError(ctx, t.Name, out, err, "ERROR: ")
+		return string(out), pipError(ctx, t.Name, out, err, slices.ContainsFunc(reqs, isNoIndex))
 	}
 	if err := opts.checkDepsSize(t.Name, target); err != nil {
 		return string(out), err
 	}
 	return string(out) + opts.keepDeps(key, target), nil
+}
+
+// pipError is installError for pip: its first ERROR line leads, then the
+// retries of its HTTP client as one line (it prints one warning a try) and,
+// when it could not reach an index or find a package there, where it
+// installs from and how to vendor wheels instead; then its output, without
+// the retries (the build log keeps them).
+func pipError(ctx context.Context, tool string, out []byte, err error, noIndex bool) error {
+	berr := buildError(ctx, tool, out, err)
+	var exit *exec.ExitError
+	if domain.ErrorCode(berr) != domain.EUNPROCESSABLE || !errors.As(err, &exit) { // a step limit says so itself
+		return berr
+	}
+	var lead, index, reason string
+	var kept []string
+	retries := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		switch {
+		case strings.HasPrefix(line, "WARNING: Retrying (") && strings.Contains(line, " after connection broken by "):
+			retries++
+			reason = retryReason(line)
+			continue
+		case index == "" && strings.HasPrefix(line, "Looking in indexes: "):
+			index = strings.TrimPrefix(line, "Looking in indexes: ") // pip hides passwords
+		case lead == "" && strings.HasPrefix(line, "ERROR: "):
+			lead = strings.TrimSpace(strings.TrimPrefix(line, "ERROR: "))
+		}
+		kept = append(kept, line)
+	}
+	var msg []string
+	if lead != "" {
+		msg = append(msg, tool+": "+lead)
+	}
+	if retries > 0 {
+		if index == "" {
+			index = "https://pypi.org/simple" // pip's default, which it does not announce
+		}
+		msg = append(msg, fmt.Sprintf("pip retried %d times to reach %s: %s", retries, index, reason))
+	}
+	notFound := strings.Contains(string(out), "Could not find a version that satisfies the requirement") ||
+		strings.Contains(string(out), "No matching distribution found")
+	switch {
+	case noIndex && notFound:
+		msg = append(msg, "sless: with --no-index pip installs only from the wheels the upload vendors (--find-links wheels): "+
+			"put the wheel of every requirement, and of what it requires, in wheels/")
+	case retries > 0 || notFound:
+		msg = append(msg, "sless: pip installs from the package index the operator sets in "+EnvPipIndexURL+" (PyPI when unset); "+
+			"if that index cannot be reached or lacks a package, vendor the wheels in the upload: "+
+			"pip download -d wheels -r requirements.txt, then start requirements.txt with --no-index --find-links wheels")
+	}
+	msg = append(msg, tool+" failed:\n"+clip(strings.Join(kept, "\n"), 8<<10))
+	return domain.Errorf(domain.EUNPROCESSABLE, "%s", strings.Join(msg, "\n"))
+}
+
+// pipRetry finds why urllib3 retried, in the warning pip prints for a try:
+// the operating system's words ([Errno 111] Connection refused), an SSL
+// error, or a timeout.
+var pipRetry = regexp.MustCompile(`\[Errno -?\d+\] ([^'"\])]+)|\[SSL: \w+\] ([^'"\])]+)|([^'"(:]*timed out)`)
+
+// retryReason is what a pip "WARNING: Retrying (...) after connection broken
+// by '...'" line says went wrong, in its own words when no better ones.
+func retryReason(line string) string {
+	if m := pipRetry.FindStringSubmatch(line); m != nil {
+		return strings.TrimSpace(m[1] + m[2] + m[3])
+	}
+	_, by, _ := strings.Cut(line, " after connection broken by ")
+	if i := strings.LastIndex(by, "': "); i >= 0 {
+		by = by[:i]
+	}
+	return strings.Trim(by, "'")
+}
+
+// isNoIndex says a requirements.txt line keeps pip off every index.
+func isNoIndex(line string) bool {
+	return line == "--no-index" || strings.HasPrefix(line, "--no-index ")
 }
 
 // requirementRefs returns the files and folders of the zip that requirement

@@ -90,8 +90,9 @@ func (r Runtime) Install(dir, entrypoint string) error {
 // Python runs pip install --target dir/python-deps when requirements.txt lists any
 // (no partial folder is left when it fails). The tools run through opts (a sandbox,
 // a home for their caches). It returns EUNPROCESSABLE with the compiler's, npm's or
-// pip's output (pip's error line first) when that fails, and EUNAVAILABLE when the
-// tool is missing or ctx ends first.
+// pip's output when that fails (npm's and pip's error line first; pip's retries to
+// reach an index folded into one line, and where it installs from when it could not
+// find a package), and EUNAVAILABLE when the tool is missing or ctx ends first.
 func (r Runtime) Build(ctx context.Context, dir string, opts BuildOptions) (string, error) {
 	return r.desc.lang.build(ctx, dir, opts)
 }

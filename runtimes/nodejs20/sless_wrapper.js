@@ -104,6 +104,15 @@ async function load (entrypoint) {
     mod = await import(pathToFileURL(file + '.mjs').href)
   } else {
     try {
+      require.resolve(file)
+    } catch (err) {
+      // The entrypoint's module itself (a module it requires fails in require below).
+      if (err.code !== 'MODULE_NOT_FOUND') throw err
+      const missing = new Error(`${moduleName}.js (or ${moduleName}.mjs) is not in the function's folder`)
+      missing.code = 'SLESS_MODULE_MISSING'
+      throw missing
+    }
+    try {
       mod = require(file)
     } catch (err) {
       if (err.code !== 'ERR_REQUIRE_ESM' && err.code !== 'ERR_REQUIRE_ASYNC_MODULE') throw err
@@ -116,7 +125,12 @@ async function load (entrypoint) {
 }
 
 // failLoad reports a load failure on stderr, summary line first, and ends the process.
+// A missing module is that line alone (the build's check reads it).
 function failLoad (entrypoint, err) {
+  if (err?.code === 'SLESS_MODULE_MISSING') {
+    process.stderr.write(`sless: cannot load ${entrypoint}: ${err.message}\n`)
+    process.exit(1)
+  }
   const summary = err instanceof Error ? `${err.name}: ${err.message}` : String(err)
   process.stderr.write(`sless: cannot load ${entrypoint}: ${summary}\n${describe(err)}`)
   process.exit(1)

@@ -112,12 +112,24 @@ class _Stream:
         return getattr(self._real, name)
 
 
+class _ModuleMissing(Exception):
+    """The module the entrypoint names is nowhere (rather than a module it imports)."""
+
+
 def _load(entrypoint):
     """Imports the user's module and returns the function named by the entrypoint."""
     module_name, _, function_name = entrypoint.rpartition(".")
     if not module_name or not function_name:
         raise ValueError(f"SLESS_ENTRYPOINT must be module.function, got {entrypoint!r}")
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        # The entrypoint's module itself, or a package on its path; a module the
+        # user's code imports has another name and stays a ModuleNotFoundError.
+        if exc.name is None or not (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise
+        path = module_name.replace(".", "/")
+        raise _ModuleMissing(f"{path}.py (or a {path}/ package) is not in the function's folder") from None
     function = getattr(module, function_name, None)
     if not callable(function):
         raise AttributeError(f"module {module_name!r} has no function {function_name!r}")
@@ -135,8 +147,12 @@ def _traceback(exc):
 
 
 def _fail_load(entrypoint, exc):
-    """Reports a load failure on stderr, summary line first, and ends the process."""
-    sys.__stderr__.write(f"sless: cannot load {entrypoint}: {type(exc).__name__}: {exc}\n{_traceback(exc)}")
+    """Reports a load failure on stderr, summary line first, and ends the process.
+    A missing module is that line alone (the build's check reads it)."""
+    if isinstance(exc, _ModuleMissing):
+        sys.__stderr__.write(f"sless: cannot load {entrypoint}: {exc}\n")
+    else:
+        sys.__stderr__.write(f"sless: cannot load {entrypoint}: {type(exc).__name__}: {exc}\n{_traceback(exc)}")
     sys.__stderr__.flush()
     os._exit(1)
 
