@@ -48,12 +48,15 @@ of the platform comes from flags and the environment (see README.md,
 	for _, c := range []struct {
 		use, short, example string
 		run                 func(context.Context, []string, io.Writer, io.Writer) error
+		// server says the command runs until stopped: ctx ending (Ctrl-C,
+		// SIGTERM) is how it is meant to end, at whatever point it is.
+		server bool
 	}{
-		{"dev", "Run everything locally on embedded defaults (PostgreSQL, S3, local driver)", "sless dev --listen :8080", runDev},
-		{"serve", "Run the control plane (API, workers, proxy) against DATABASE_URL and S3_ENDPOINT", "DATABASE_URL=postgres://... S3_ENDPOINT=... SLESS_JWT_SECRET=... sless serve", runServe},
-		{"migrate", "Apply or show database migrations (up | status)", "sless migrate up", runMigrate},
-		{"projections", "Truncate the read models and replay every event (rebuild)", "sless projections rebuild", runProjections},
-		{"token", "Print a token signed with the dev key (or SLESS_JWT_SECRET)", "sless token --sub alice --ttl 24h", runToken},
+		{"dev", "Run everything locally on embedded defaults (PostgreSQL, S3, local driver)", "sless dev --listen :8080", runDev, true},
+		{"serve", "Run the control plane (API, workers, proxy) against DATABASE_URL and S3_ENDPOINT", "DATABASE_URL=postgres://... S3_ENDPOINT=... SLESS_JWT_SECRET=... sless serve", runServe, true},
+		{"migrate", "Apply or show database migrations (up | status)", "sless migrate up", runMigrate, false},
+		{"projections", "Truncate the read models and replay every event (rebuild)", "sless projections rebuild", runProjections, false},
+		{"token", "Print a token signed with the dev key (or SLESS_JWT_SECRET)", "sless token --sub alice --ttl 24h", runToken, false},
 	} {
 		root.AddCommand(&cobra.Command{
 			Use:     c.use,
@@ -62,7 +65,14 @@ of the platform comes from flags and the environment (see README.md,
 			// The command parses its own flags (-h included), unchanged.
 			DisableFlagParsing: true,
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return c.run(cmd.Context(), args, stdout, stderr)
+				err := c.run(cmd.Context(), args, stdout, stderr)
+				if c.server && cmd.Context().Err() != nil {
+					// Stopped by the user: a server has no other way to end well,
+					// and a start cut short by the stop fails only because of it
+					// (initdb killed, a migration canceled), which is no failure.
+					return nil
+				}
+				return err
 			},
 		})
 	}

@@ -184,7 +184,7 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 			return fmt.Errorf("the build of version %d of %s failed: %s", v, f.name, be.Message)
 		}
 		fmt.Fprintf(stderr, "Build log of version %d:\n%s\n", v, strings.TrimRight(be.Log, "\n"))
-		return fmt.Errorf("the build of version %d of %s failed (its log is above)", v, f.name)
+		return fmt.Errorf("the build of version %d of %s failed: %s\n(the whole log is above)", v, f.name, buildSummary(be.Message))
 	}
 	if err != nil {
 		return explain(err, url, "", "")
@@ -335,6 +335,22 @@ func (fo *follower) done() {
 	if fo.bar != nil {
 		_ = fo.bar.Finish()
 	}
+}
+
+// buildSummary is what a failed build's message says before the tool's own
+// output, which the log above shows whole: the cause, and what to do.
+func buildSummary(msg string) string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(msg), "\n") {
+		if strings.HasSuffix(l, " failed:") || len(lines) == 6 {
+			break
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) == 0 {
+		return headline(msg)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // messageOf is the people's part of a domain error.
