@@ -14,7 +14,9 @@
 // Lifecycles:
 //
 //	Function:  Pending ──upload──► Building ──built+activated──► Ready
-//	                                  └──build failed──► Failed (the active version, if any, keeps running)
+//	                                  ├──build failed, a version active──► Ready (the failure is LastBuildFailure)
+//	                                  └──build failed, none active──────► Failed
+//	           (the phase says what serves: a failed rollout of the active version makes it Failed)
 //	Version:   Queued ──► Building ──► Succeeded | Failed (immutable once done)
 //	Job run:   Pending ──► Running ──► Succeeded | Failed (raising run_id starts a new run)
 //	Trigger:   enabled (user's wish) and active (driver's report) are separate facts.

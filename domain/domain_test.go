@@ -229,31 +229,40 @@ func TestFunctionLifecycle(t *testing.T) {
 		t.Fatal("rerun of SucceedBuild must be a no-op")
 	}
 
-	// v2 fails to build: v1 stays active, phase Failed with the message.
+	// v2 fails to build: v1 stays active and Ready; the failure, its message
+	// truncated, is the last build failure.
 	evs, n, _ = f.Upload(Code{Digest: "sha256:b"}, t0)
 	fold(f, evs)
 	fold(f, must(t)(f.FailBuild(n, strings.Repeat("E", 3000), "full log", t0)))
-	if f.Phase != PhaseFailed || f.ActiveVersion != 1 || len(f.Message) > MaxMessageLength {
-		t.Fatalf("after failed build: phase=%s active=%d len(msg)=%d", f.Phase, f.ActiveVersion, len(f.Message))
+	if f.Phase != PhaseReady || f.Message != "" || f.ActiveVersion != 1 ||
+		f.LastBuildFailure.Version != 2 || len(f.LastBuildFailure.Message) > MaxMessageLength || !strings.HasPrefix(f.LastBuildFailure.Message, "EEE") {
+		t.Fatalf("after failed build: phase=%s message of %d chars, active=%d, last failure v%d (%d chars)", f.Phase, len(f.Message), f.ActiveVersion,
+			f.LastBuildFailure.Version, len(f.LastBuildFailure.Message))
 	}
 	_, err = f.Rollback(2, t0)
 	requireCode(t, err, EUNPROCESSABLE)
 	_, err = f.Rollback(9, t0)
 	requireCode(t, err, ENOTFOUND)
 
-	// Config change with code: a new version reusing the built v1 image? No: latest is v2 (failed), so it builds.
+	// Config change with code: it carries on the code that serves (v1's,
+	// not the failed v2's), and reuses its build: v3 is active at once.
 	evs = must(t)(f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 512}, t0))
-	if types(evs) != "function.config_updated,version.created" {
-		t.Fatalf("update with failed latest = %s", types(evs))
+	if types(evs) != "function.config_updated,version.created,build.succeeded,version.activated" {
+		t.Fatalf("update after a failed build = %s", types(evs))
 	}
 	fold(f, evs)
-	// Re-upload v1's code: its build is reused at once (no rebuild).
-	evs, n, _ = f.Upload(Code{Digest: "sha256:a"}, t0)
-	if n != 4 || types(evs) != "version.created,build.succeeded,version.activated" {
-		t.Fatalf("upload of built code = %s %d", types(evs), n)
+	if v, _ := f.Version(3); v.Digest != "sha256:a" || v.Image != "img:a" || f.ActiveVersion != 3 || f.Phase != PhaseReady ||
+		f.LastBuildFailure != (BuildFailure{}) {
+		t.Fatalf("v3 = %+v active=%d %s, last failure %+v", v, f.ActiveVersion, f.Phase, f.LastBuildFailure)
+	}
+	// The failed code uploaded again, with the new configuration: a new version to build.
+	evs, n, _ = f.Upload(Code{Digest: "sha256:b"}, t0)
+	if n != 4 || types(evs) != EventVersionCreated {
+		t.Fatalf("upload of the failed code with another configuration = %s %d", types(evs), n)
 	}
 	fold(f, evs)
-	if v, _ := f.Version(4); v.Image != "img:a" || f.ActiveVersion != 4 || f.Phase != PhaseReady {
+	fold(f, must(t)(f.SucceedBuild(4, "img:b", "", t0)))
+	if v, _ := f.Version(4); v.Image != "img:b" || f.ActiveVersion != 4 || f.Phase != PhaseReady {
 		t.Fatalf("v4 = %+v active=%d", v, f.ActiveVersion)
 	}
 
@@ -558,14 +567,205 @@ func TestFunctionUploadComparesWithTheActiveVersion(t *testing.T) {
 	if err != nil || len(evs) != 0 || n != 1 {
 		t.Fatalf("upload identical to the active version = %s v%d %v, want nothing and v1", types(evs), n, err)
 	}
-	// Identical to an older, non-active version: a new one reusing its build.
-	evs, n, _ = f.Upload(Code{Digest: "sha256:b"}, t0)
-	if n != 3 || types(evs) != "version.created,build.succeeded,version.activated" {
-		t.Fatalf("upload identical to v2 = %s v%d, want v3 reusing v2's build", types(evs), n)
+	// Identical to another built version: that version is active again, as
+	// a rollback would make it, and no version is added.
+	evs, n, _ = f.Upload(Code{Digest: "sha256:b"}, t0.Add(time.Minute))
+	want := VersionActivated{Version: 2, From: 1, Reason: ActivationUpload, At: t0.Add(time.Minute)}
+	if n != 2 || len(evs) != 1 || evs[0] != want {
+		t.Fatalf("upload identical to v2 = %+v v%d, want %+v", evs, n, want)
 	}
 	fold(f, evs)
-	if v, _ := f.Version(3); v.Image != "img:sha256:b" || f.ActiveVersion != 3 {
-		t.Fatalf("v3 = %+v, active %d", v, f.ActiveVersion)
+	if f.ActiveVersion != 2 || len(f.Versions) != 2 || f.Phase != PhaseReady {
+		t.Fatalf("after the upload of v2's code: active %d, %d versions, %s", f.ActiveVersion, len(f.Versions), f.Phase)
+	}
+	// With other configuration it is not identical: a new version reuses the build.
+	fold(f, must(t)(f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 256}, t0))) // v3: code b, 256 MiB
+	evs, n, _ = f.Upload(Code{Digest: "sha256:a"}, t0)
+	if n != 4 || types(evs) != "version.created,build.succeeded,version.activated" {
+		t.Fatalf("upload of v1's code with another configuration = %s v%d, want v4 reusing v1's build", types(evs), n)
+	}
+	fold(f, evs)
+	if v, _ := f.Version(4); v.Image != "img:sha256:a" || f.ActiveVersion != 4 {
+		t.Fatalf("v4 = %+v, active %d", v, f.ActiveVersion)
+	}
+}
+
+// TestFunctionPhaseSaysWhatServes: a build that fails while a version is
+// active leaves the function Ready, with the failure beside it; without an
+// active version (nothing serves) it is Failed, and so is a function whose
+// active version's rollout failed, whatever a newer build does.
+func TestFunctionPhaseSaysWhatServes(t *testing.T) {
+	t.Parallel()
+	failed := func(f *Function, digest, message string) {
+		t.Helper()
+		evs, n, err := f.Upload(Code{Digest: digest}, t0)
+		if err != nil || types(evs) != EventVersionCreated {
+			t.Fatalf("upload of %s = %s %v", digest, types(evs), err)
+		}
+		fold(f, evs)
+		fold(f, must(t)(f.FailBuild(n, message, "log", t0)))
+	}
+
+	// Nothing built: Failed with the build's message.
+	f := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	failed(f, "sha256:bad", "SyntaxError: v1")
+	if f.Phase != PhaseFailed || f.Message != "SyntaxError: v1" || f.LastBuildFailure != (BuildFailure{1, "SyntaxError: v1"}) {
+		t.Fatalf("first build failed: %s %q, last failure %+v", f.Phase, f.Message, f.LastBuildFailure)
+	}
+
+	// Good v2, bad v3: Ready on v2, v3's failure beside it.
+	built(t, f, "sha256:good")
+	fold(f, must(t)(f.CompleteRollout(2, "http://127.0.0.1:9", t0)))
+	if f.LastBuildFailure != (BuildFailure{}) {
+		t.Fatalf("last failure %+v after a successful build", f.LastBuildFailure)
+	}
+	failed(f, "sha256:bad3", "SyntaxError: v3")
+	if f.Phase != PhaseReady || f.Message != "" || f.ActiveVersion != 2 || f.ServingVersion != 2 ||
+		f.LastBuildFailure != (BuildFailure{3, "SyntaxError: v3"}) {
+		t.Fatalf("newer build failed: %s %q active %d serving %d, last failure %+v", f.Phase, f.Message, f.ActiveVersion,
+			f.ServingVersion, f.LastBuildFailure)
+	}
+	// Going back to v2's code changes nothing (it is active) and keeps v3's
+	// failure visible: v3 is still the newest version.
+	if evs, n, _ := f.Upload(Code{Digest: "sha256:good"}, t0); len(evs) != 0 || n != 2 {
+		t.Fatalf("upload of the active code = %s v%d", types(evs), n)
+	}
+	if evs := must(t)(f.Rollback(2, t0)); len(evs) != 0 {
+		t.Fatalf("rollback to the active version = %s", types(evs))
+	}
+
+	// The active version's rollout fails: Failed, and a newer build that
+	// fails afterwards does not hide why.
+	fold(f, must(t)(f.FailRollout(2, "crash loop", t0)))
+	failed(f, "sha256:bad4", "SyntaxError: v4")
+	if f.Phase != PhaseFailed || f.Message != "crash loop" || f.LastBuildFailure.Version != 4 {
+		t.Fatalf("rollout failed, then a build: %s %q, last failure %+v", f.Phase, f.Message, f.LastBuildFailure)
+	}
+	fold(f, must(t)(f.CompleteRollout(2, "http://127.0.0.1:9", t0)))
+	if f.Phase != PhaseReady || f.Message != "" || f.RolloutFailure != "" {
+		t.Fatalf("rollout completed again: %s %q (rollout failure %q)", f.Phase, f.Message, f.RolloutFailure)
+	}
+	// A new version clears the last build failure.
+	evs, _, _ := f.Upload(Code{Digest: "sha256:new"}, t0)
+	fold(f, evs)
+	if f.Phase != PhaseBuilding || f.LastBuildFailure != (BuildFailure{}) {
+		t.Fatalf("a new version after a failed one: %s, last failure %+v", f.Phase, f.LastBuildFailure)
+	}
+
+	// A rollback after a failed rollout: Ready again.
+	g := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	built(t, g, "sha256:1")
+	built(t, g, "sha256:2")
+	fold(g, must(t)(g.FailRollout(2, "crash loop", t0)))
+	fold(g, must(t)(g.Rollback(1, t0)))
+	if g.Phase != PhaseReady || g.Message != "" || g.RolloutFailure != "" {
+		t.Fatalf("rollback after a failed rollout: %s %q (rollout failure %q)", g.Phase, g.Message, g.RolloutFailure)
+	}
+}
+
+// TestFunctionUploadAfterAFailedBuild: the code of the failed newest version
+// uploaded again changes nothing (it would fail again), unless the version
+// failed because its stored code had been changed after the upload: then it
+// is a new version, built afresh. Code of another built version activates
+// it; while a newer version awaits its build, a new version reusing the
+// build supersedes that one instead.
+func TestFunctionUploadAfterAFailedBuild(t *testing.T) {
+	t.Parallel()
+	f := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	built(t, f, "sha256:a")
+	built(t, f, "sha256:b") // v2 active
+	evs, n, _ := f.Upload(Code{Digest: "sha256:bad"}, t0)
+	fold(f, evs)
+	fold(f, must(t)(f.FailBuild(n, "SyntaxError: invalid syntax", "log", t0)))
+	if evs, n, _ := f.Upload(Code{Digest: "sha256:bad"}, t0); len(evs) != 0 || n != 3 {
+		t.Fatalf("upload of the code that failed = %s v%d, want nothing and v3", types(evs), n)
+	}
+
+	// The code of v1, built: v1 is active again; v3 stays the newest, failed.
+	evs, n, _ = f.Upload(Code{Digest: "sha256:a"}, t0)
+	if n != 1 || types(evs) != EventVersionActivated || evs[0].(VersionActivated).From != 2 || evs[0].(VersionActivated).Reason != ActivationUpload {
+		t.Fatalf("upload of v1's code after a failed build = %+v v%d, want v1 activated from v2 by an upload", evs, n)
+	}
+	fold(f, evs)
+	if f.ActiveVersion != 1 || f.Phase != PhaseReady || f.LastBuildFailure.Version != 3 {
+		t.Fatalf("after: active %d, %s, last failure %+v", f.ActiveVersion, f.Phase, f.LastBuildFailure)
+	}
+	// A configuration change now carries on v1's code, which serves, not
+	// v3's, which failed: v4 reuses v1's build.
+	evs = must(t)(f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 256}, t0))
+	fold(f, evs)
+	if v, _ := f.Latest(); types(evs) != "function.config_updated,version.created,build.succeeded,version.activated" ||
+		v.Number != 4 || v.Digest != "sha256:a" || f.ActiveVersion != 4 {
+		t.Fatalf("config change after going back to v1 = %s, v%d %s, active %d; want v4 of v1's code, active", types(evs), v.Number, v.Digest, f.ActiveVersion)
+	}
+
+	// The same after going back by uploading the active version's code again
+	// (which records nothing): v2 active, v3 failed.
+	back := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	built(t, back, "sha256:good")
+	evs, n, _ = back.Upload(Code{Digest: "sha256:bad"}, t0)
+	fold(back, evs)
+	fold(back, must(t)(back.FailBuild(n, "SyntaxError", "", t0)))
+	if evs, n, _ := back.Upload(Code{Digest: "sha256:good"}, t0); len(evs) != 0 || n != 1 {
+		t.Fatalf("upload of the active code = %s v%d", types(evs), n)
+	}
+	evs = must(t)(back.UpdateConfig(FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"A": "1"}}, t0))
+	fold(back, evs)
+	if v, _ := back.Latest(); v.Digest != "sha256:good" || back.ActiveVersion != v.Number {
+		t.Fatalf("config change after a failed build = %s, v%d of %s, active %d; want the active code, built", types(evs), v.Number, v.Digest, back.ActiveVersion)
+	}
+	// Nothing active: the newest code, failed, is tried with the new configuration.
+	never := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	evs, n, _ = never.Upload(Code{Digest: "sha256:bad"}, t0)
+	fold(never, evs)
+	fold(never, must(t)(never.FailBuild(n, "cannot load: SETTING is missing", "", t0)))
+	evs = must(t)(never.UpdateConfig(FunctionSpec{Runtime: "python3.11", EnvVars: map[string]string{"SETTING": "1"}}, t0))
+	fold(never, evs)
+	if v, _ := never.Latest(); v.Number != 2 || v.Digest != "sha256:bad" || !never.NeedsBuild(2) {
+		t.Fatalf("config change with nothing built = %s, v%d of %s; want v2 of the failed code, to build", types(evs), v.Number, v.Digest)
+	}
+
+	// Stored code changed behind the version's back: the same code again is built afresh.
+	tampered := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	evs, n, _ = tampered.Upload(Code{Digest: "sha256:t", ZipKey: "zip/t", ContextKey: "ctx/t"}, t0)
+	fold(tampered, evs)
+	for _, msg := range []string{
+		"the stored code of this version does not match the digest recorded at upload (sha256:t): it was changed in the object store after the upload; upload the code again",
+		"the stored build context of this version does not match the hash in its name (context-0123.tar.gz): it was changed in the object store after the upload; upload the code again",
+	} {
+		fold(tampered, must(t)(tampered.FailBuild(n, msg, "", t0)))
+		if v, _ := tampered.Version(n); !v.StoredCodeChanged() {
+			t.Fatalf("%q is not a change of the stored code", msg)
+		}
+		evs, next, _ := tampered.Upload(Code{Digest: "sha256:t", ZipKey: "zip/t", ContextKey: "ctx/t"}, t0)
+		if next != n+1 || types(evs) != EventVersionCreated {
+			t.Fatalf("upload after the stored code changed = %s v%d, want v%d, a new build", types(evs), next, n+1)
+		}
+		fold(tampered, evs)
+		if !tampered.NeedsBuild(next) {
+			t.Fatalf("v%d does not wait for a build", next)
+		}
+		n = next
+	}
+	if v, _ := f.Version(3); v.StoredCodeChanged() {
+		t.Fatal("a syntax error is taken for a change of the stored code")
+	}
+
+	// A newer version awaiting its build: the code of a built version makes a
+	// new version reusing its build, so that the awaited build, once done,
+	// does not replace it (it is no longer the newest).
+	pending := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	built(t, pending, "sha256:a")
+	built(t, pending, "sha256:b")
+	evs, _, _ = pending.Upload(Code{Digest: "sha256:c"}, t0) // v3 queued
+	fold(pending, evs)
+	evs, n, _ = pending.Upload(Code{Digest: "sha256:a"}, t0)
+	if n != 4 || types(evs) != "version.created,build.succeeded,version.activated" {
+		t.Fatalf("upload of v1's code while v3 builds = %s v%d, want v4 reusing v1's build", types(evs), n)
+	}
+	fold(pending, evs)
+	if evs := must(t)(pending.SucceedBuild(3, "img:c", "", t0)); types(evs) != EventBuildSucceeded {
+		t.Fatalf("v3's build after = %s, want no activation", types(evs))
 	}
 }
 

@@ -103,12 +103,13 @@ type BuildFailed struct {
 const (
 	ActivationBuild    = "build"    // the newest version was built (or reused a build)
 	ActivationRollback = "rollback" // a user made an older version active again
+	ActivationUpload   = "upload"   // a user uploaded the code and configuration of a built version again
 )
 
 // VersionActivated records that a version became the one triggers run.
-// From is 0 when no version was active before. Reason is ActivationBuild or
-// ActivationRollback; a rollback also makes the version's configuration the
-// function's.
+// From is 0 when no version was active before. Reason is ActivationBuild,
+// ActivationRollback or ActivationUpload; the last two also make the
+// version's configuration the function's.
 type VersionActivated struct {
 	Version int       `json:"version"`
 	From    int       `json:"from"`

@@ -3,16 +3,23 @@ package domain
 import (
 	"maps"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// FunctionPhase is where a function is in its lifecycle:
+// FunctionPhase is where a function is in its lifecycle. Once no build is
+// awaited it says what serves: Ready while a version is active and its
+// rollout did not fail, Failed when nothing can serve.
 //
-//	Pending ──upload──► Building ──build ok + activate──► Ready
-//	                        │                              │ new version / config
-//	                        └──build failed──► Failed ◄─────┘ rollout failed
+//	Pending ──upload──► Building ──build ok + activate──► Ready ◄─┐ rollout completed,
+//	                     │   ▲                              │      │ rollback, upload of
+//	                     │   └──── new version / config ────┤      │ a built version
+//	                     │                                  └──► Failed (rollout failed)
+//	                     ├──build failed, a version active──► Ready (Failed if its rollout failed)
+//	                     └──build failed, none active───────► Failed
 //
-// A rollback to a built version or a completed rollout makes it Ready again.
+// A newer version whose build failed leaves the active one serving: the
+// function stays Ready and reports the failure as LastBuildFailure.
 type FunctionPhase string
 
 // Every function phase.
@@ -108,6 +115,12 @@ func (s FunctionSpec) Config() (FunctionConfig, error) {
 	return c, nil
 }
 
+// BuildFailure names a version whose build failed, with the build's message.
+type BuildFailure struct {
+	Version int
+	Message string
+}
+
 // Version is one immutable, numbered snapshot of code and configuration.
 type Version struct {
 	Number      int
@@ -149,6 +162,14 @@ type Function struct {
 	// Endpoint when there is one): it trails ActiveVersion while a new
 	// version is being rolled out, and is 0 after a failed rollout.
 	ServingVersion int
+	// LastBuildFailure is the newest version when its build failed, zero
+	// otherwise. While an older version is active it does not make the
+	// function Failed (the phase says what serves); it is shown beside it.
+	LastBuildFailure BuildFailure
+	// RolloutFailure is why the last rollout of the active version failed:
+	// empty once one completes or another version is activated. It keeps
+	// the function Failed when a newer version's build ends.
+	RolloutFailure string
 }
 
 // NewFunction returns the empty aggregate for a function name, ready to fold events into.
@@ -188,6 +209,7 @@ func (f *Function) Apply(ev Event) {
 		f.Versions = append(f.Versions, Version{Number: e.Version, Digest: e.Digest, ZipKey: e.ZipKey, ContextKey: e.ContextKey, Config: e.Config, BuildStatus: BuildStatusQueued, CreatedAt: e.At})
 		f.Config = e.Config
 		f.Phase, f.Message = PhaseBuilding, ""
+		f.LastBuildFailure = f.lastBuildFailure()
 	case BuildStarted:
 		if v := f.version(e.Version); v != nil {
 			v.BuildStatus = BuildStatusBuilding
@@ -197,37 +219,62 @@ func (f *Function) Apply(ev Event) {
 			v.BuildStatus, v.Image, v.Message, v.BuildLog, v.BuiltAt = BuildStatusSucceeded, e.Image, "", e.Log, e.At
 			f.LastBuiltAt = e.At
 		}
+		f.LastBuildFailure = f.lastBuildFailure()
 	case BuildFailed:
 		if v := f.version(e.Version); v != nil {
 			v.BuildStatus, v.Message, v.BuildLog, v.BuiltAt = BuildStatusFailed, e.Message, e.Log, e.At
 			f.LastBuiltAt = e.At
 		}
+		f.LastBuildFailure = f.lastBuildFailure()
 		if e.Version == len(f.Versions) {
-			f.Phase, f.Message = PhaseFailed, e.Message
+			f.Phase, f.Message = f.servingPhase(e.Message)
 		}
 	case VersionActivated:
-		f.ActiveVersion = e.Version
+		f.ActiveVersion, f.RolloutFailure = e.Version, ""
 		f.Phase, f.Message = PhaseReady, ""
-		// A rollback brings back the version's configuration, so what a GET
-		// shows and a PUT merges over is what runs. A build activates the
-		// newest version, whose configuration is already the function's
+		// Activating an existing version (a rollback, or an upload of its
+		// code and configuration) brings back its configuration, so what a
+		// GET shows and a PUT merges over is what runs. A build activates
+		// the newest version, whose configuration is already the function's
 		// unless a runtime change (which waits for code) came after it.
-		if v := f.version(e.Version); v != nil && e.Reason == ActivationRollback {
+		if v := f.version(e.Version); v != nil && e.Reason != ActivationBuild {
 			f.Config = v.Config
 		}
 	case RolloutCompleted:
 		if e.Version == f.ActiveVersion {
-			f.Endpoint, f.ServingVersion = e.Endpoint, e.Version
+			f.Endpoint, f.ServingVersion, f.RolloutFailure = e.Endpoint, e.Version, ""
 			if f.Phase != PhaseBuilding {
 				f.Phase, f.Message = PhaseReady, ""
 			}
 		}
 	case RolloutFailed:
 		if e.Version == f.ActiveVersion {
-			f.Endpoint, f.ServingVersion = "", 0
+			f.Endpoint, f.ServingVersion, f.RolloutFailure = "", 0, e.Message
 			f.Phase, f.Message = PhaseFailed, e.Message
 		}
 	}
+}
+
+// servingPhase is the phase once the build the function waited for has
+// failed with message buildError: what serves decides, not that build.
+// With a version active the function is Ready, or Failed with its
+// rollout's error when that failed; with none it is Failed with buildError.
+func (f *Function) servingPhase(buildError string) (FunctionPhase, string) {
+	switch {
+	case f.ActiveVersion == 0:
+		return PhaseFailed, buildError
+	case f.RolloutFailure != "":
+		return PhaseFailed, f.RolloutFailure
+	}
+	return PhaseReady, ""
+}
+
+// lastBuildFailure is the newest version's failed build, if it failed.
+func (f *Function) lastBuildFailure() BuildFailure {
+	if v, ok := f.Latest(); ok && v.BuildStatus == BuildStatusFailed {
+		return BuildFailure{Version: v.Number, Message: v.Message}
+	}
+	return BuildFailure{}
 }
 
 // Create returns the events that create the function, or ECONFLICT when it
@@ -248,7 +295,8 @@ func (f *Function) Create(spec FunctionSpec, now time.Time) ([]Event, error) {
 
 // UpdateConfig returns the events of a configuration change: the new config and,
 // when code for the same runtime exists, a new version that reuses the current
-// code (currentCode). A runtime change creates no version: the stored code (and
+// code (currentCode: the active version's, or the newest upload's while it
+// awaits its build). A runtime change creates no version: the stored code (and
 // its build context) is for the old runtime, so the next upload makes the
 // version while the active one keeps running. Identical configuration yields
 // no events. Returns ENOTFOUND or EINVALID.
@@ -271,15 +319,19 @@ func (f *Function) UpdateConfig(spec FunctionSpec, now time.Time) ([]Event, erro
 }
 
 // currentCode is the version whose code a configuration change carries on:
-// the newest, built or not, except after a rollback (the newest is built but
-// not active), when it is the active one, so the change does not bring back
-// the code rolled back from.
+// the code that serves, the active version's, unless the newest version
+// awaits its build (the latest upload goes on, with the new configuration)
+// or none is active (the newest is all there is). So a change after a
+// rollback, or after a newer version failed its build (the user may have
+// gone back to the active code by uploading it again, which records
+// nothing), does not bring back code that does not serve; a failed
+// version's code is tried with new configuration by uploading it again.
 func (f *Function) currentCode() (Version, bool) {
 	latest, ok := f.Latest()
 	if !ok {
 		return Version{}, false
 	}
-	if active, ok := f.Version(f.ActiveVersion); ok && latest.BuildStatus == BuildStatusSucceeded {
+	if active, ok := f.Version(f.ActiveVersion); ok && !f.NeedsBuild(latest.Number) {
 		return active, true
 	}
 	return latest, true
@@ -292,25 +344,66 @@ type Code struct {
 	ContextKey string
 }
 
-// Upload returns the events of new code: a version, and when the same code is
-// already built, its build outcome and activation. Code and config identical to
-// the active version yield no events and the active version's number; so do
-// code and config identical to the newest version while its build is queued,
-// running or failed (one build per version). Identical to any other built
-// version, the new version reuses its build. Returns ENOTFOUND.
+// Upload returns the events of new code, and the number of the version the
+// function is left on. Code and configuration (the function's) identical to
+//   - the active version: no events, the active version;
+//   - the newest version while its build is queued or running, or after it
+//     failed: no events, that version (one build per version: the same code
+//     would fail the same way) — unless it failed because its stored code
+//     had been changed after the upload (Version.StoredCodeChanged): the
+//     code uploaded again is then a new version, built afresh;
+//   - another successfully built version, while no newer one awaits its
+//     build: that version's activation (reason ActivationUpload), as a
+//     rollback to it would make.
+//
+// Any other code is a new version (newVersion), which reuses the build of
+// the same code for the same runtime and entrypoint. Returns ENOTFOUND.
 func (f *Function) Upload(code Code, now time.Time) ([]Event, int, error) {
 	if err := f.mustExist(); err != nil {
 		return nil, 0, err
 	}
-	if active, ok := f.Version(f.ActiveVersion); ok && active.Digest == code.Digest && active.Config.Equal(f.Config) {
+	same := func(v Version) bool { return v.Digest == code.Digest && v.Config.Equal(f.Config) }
+	if active, ok := f.Version(f.ActiveVersion); ok && same(active) {
 		return nil, active.Number, nil
 	}
-	if latest, ok := f.Latest(); ok && latest.BuildStatus != BuildStatusSucceeded &&
-		latest.Digest == code.Digest && latest.Config.Equal(f.Config) {
+	latest, ok := f.Latest()
+	if ok && same(latest) && latest.BuildStatus != BuildStatusSucceeded && !latest.StoredCodeChanged() {
 		return nil, latest.Number, nil
+	}
+	if !f.NeedsBuild(latest.Number) {
+		for i := len(f.Versions) - 1; i >= 0; i-- {
+			if v := f.Versions[i]; v.BuildStatus == BuildStatusSucceeded && same(v) {
+				return []Event{VersionActivated{Version: v.Number, From: f.ActiveVersion, Reason: ActivationUpload, At: now}}, v.Number, nil
+			}
+		}
 	}
 	evs := f.newVersion(code.Digest, code.ZipKey, code.ContextKey, f.Config, now)
 	return evs, len(f.Versions) + 1, nil
+}
+
+// storedCodeChanged begins the message of a build that failed because the
+// version's stored code was no longer the code uploaded: store/codestore's
+// messages for a zip, or a build context, changed in the object store after
+// the upload (a workers test checks that the build's message still begins
+// so).
+var storedCodeChanged = []string{
+	"the stored code of this version does not match the digest recorded at upload",
+	"the stored build context of this version does not match the hash in its name",
+}
+
+// StoredCodeChanged reports whether v's build failed because its stored code
+// had been changed in the object store after the upload, not because of the
+// code itself: the same code uploaded again is then built afresh (Upload).
+func (v Version) StoredCodeChanged() bool {
+	if v.BuildStatus != BuildStatusFailed {
+		return false
+	}
+	for _, prefix := range storedCodeChanged {
+		if strings.HasPrefix(v.Message, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // newVersion creates the next version. If a built version has the same code and
@@ -378,8 +471,9 @@ func (f *Function) FailBuild(n int, message, log string, now time.Time) ([]Event
 	return []Event{BuildFailed{Version: n, Message: Truncate(message, MaxMessageLength), Log: TruncateStart(log, MaxBuildLog), At: now}}, nil
 }
 
-// Rollback makes version n active again without a rebuild. It returns
-// ENOTFOUND for an unknown version, EUNPROCESSABLE for one not built
+// Rollback makes version n active again without a rebuild, with its
+// configuration; the function is Ready again (until its rollout fails). It
+// returns ENOTFOUND for an unknown version, EUNPROCESSABLE for one not built
 // successfully, and nothing when n is already active.
 func (f *Function) Rollback(n int, now time.Time) ([]Event, error) {
 	v, err := f.existingVersion(n)

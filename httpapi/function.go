@@ -20,10 +20,18 @@ func newFunction(f domain.Function) wire.Function {
 	return wire.Function{
 		Namespace: f.Namespace, Name: f.Name, Runtime: string(f.Config.Runtime), Entrypoint: f.Config.Entrypoint,
 		MemoryMB: f.Config.MemoryMB, TimeoutSec: f.Config.TimeoutSec, EnvVars: env, MaxConcurrency: f.Config.MaxConcurrency,
-		RetrySafe: f.Config.RetrySafe, Phase: f.Phase, Message: f.Message, ActiveVersion: f.ActiveVersion,
-		ServingVersion: f.ServingVersion,
-		CreatedAt:      pgTime(f.CreatedAt), LastBuiltAt: optionalTime(f.LastBuiltAt),
+		RetrySafe: f.Config.RetrySafe, Phase: f.Phase, Message: f.Message, LastBuildFailure: buildFailure(f.LastBuildFailure),
+		ActiveVersion: f.ActiveVersion, ServingVersion: f.ServingVersion,
+		CreatedAt: pgTime(f.CreatedAt), LastBuiltAt: optionalTime(f.LastBuiltAt),
 	}
+}
+
+// buildFailure renders no failure (version 0) as JSON null.
+func buildFailure(b domain.BuildFailure) *wire.BuildFailure {
+	if b.Version == 0 {
+		return nil
+	}
+	return &wire.BuildFailure{Version: b.Version, Message: b.Message}
 }
 
 // optionalTime renders a zero time as JSON null.
@@ -118,7 +126,7 @@ func (s *Server) updateFunction(c echo.Context) error {
 }
 
 // deleteFunction serves DELETE /v1/namespaces/{ns}/functions/{name}: the
-// function with its versions and triggers (command.DeleteFunction).
+// function with its versions, triggers and jobs (command.DeleteFunction).
 func (s *Server) deleteFunction(c echo.Context) error {
 	if err := s.cmd.DeleteFunction(c.Request().Context(), metadata(c), refOf(c)); err != nil {
 		return err

@@ -184,7 +184,7 @@ func TestUpdateMergesOverTheCurrentConfig(t *testing.T) {
 	}
 }
 
-func TestDeleteFunctionRemovesItsTriggersAndQueuesCleanup(t *testing.T) {
+func TestDeleteFunctionRemovesItsTriggersAndJobsAndQueuesCleanup(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	c := f.tenant()
@@ -193,14 +193,27 @@ func TestDeleteFunctionRemovesItsTriggersAndQueuesCleanup(t *testing.T) {
 	c.do("POST", c.p("/triggers"), map[string]any{"name": "web", "type": "http", "function": "doomed"}).want(201)
 	c.do("POST", c.p("/triggers"), map[string]any{"name": "tick", "type": "cron", "function": "doomed", "schedule": "*/5 * * * *"}).want(201)
 	c.do("POST", c.p("/triggers"), map[string]any{"name": "keep", "type": "http", "function": "other"}).want(201)
-	c.do("POST", c.p("/jobs"), map[string]any{"name": "history", "function": "doomed"}).want(201)
+	c.do("POST", c.p("/jobs"), map[string]any{"name": "setup", "function": "doomed"}).want(201)
+	c.do("POST", c.p("/jobs"), map[string]any{"name": "nightly", "function": "doomed", "run_id": 1}).want(201)
+	c.do("POST", c.p("/jobs"), map[string]any{"name": "other-job", "function": "other"}).want(201)
 
 	c.do("DELETE", c.p("/functions/doomed"), nil).want(204)
 	c.do("GET", c.p("/functions/doomed"), nil).wantError(404, "NOT_FOUND", "")
 	c.do("GET", c.p("/triggers/web"), nil).wantError(404, "NOT_FOUND", "")
 	c.do("GET", c.p("/triggers/tick"), nil).wantError(404, "NOT_FOUND", "")
 	c.do("GET", c.p("/triggers/keep"), nil).want(200)
-	c.do("GET", c.p("/jobs/history"), nil).want(200) // jobs are history
+	c.do("GET", c.p("/jobs/setup"), nil).wantError(404, "NOT_FOUND", "")
+	c.do("GET", c.p("/jobs/nightly"), nil).wantError(404, "NOT_FOUND", "")
+	c.do("GET", c.p("/jobs/other-job"), nil).want(200)
+	var jobs struct {
+		Jobs []map[string]any `json:"jobs"`
+	}
+	if c.do("GET", c.p("/jobs"), nil).want(200).decode(&jobs); len(jobs.Jobs) != 1 || jobs.Jobs[0]["name"] != "other-job" {
+		t.Fatalf("jobs after the function's delete: %v, want other-job only", jobs.Jobs)
+	}
+	if state := f.runState(c.ns, "nightly"); state != "cancelled" {
+		t.Fatalf("the run of the deleted function's job is %q, want cancelled", state)
+	}
 	if n := f.countJobs("cleanup", c.ns, "function", "doomed"); n != 1 {
 		t.Fatalf("%d cleanup jobs, want 1", n)
 	}
@@ -209,9 +222,11 @@ func TestDeleteFunctionRemovesItsTriggersAndQueuesCleanup(t *testing.T) {
 	}
 	c.do("DELETE", c.p("/functions/doomed"), nil).wantError(404, "NOT_FOUND", "")
 
-	// The name is free again at once (no stale cache, SPEC §9).
+	// The name is free again at once (no stale cache, SPEC §9), and so are
+	// its triggers' and jobs'.
 	c.createFunction("doomed")
 	c.do("POST", c.p("/triggers"), map[string]any{"name": "web", "type": "http", "function": "doomed"}).want(201)
+	c.do("POST", c.p("/jobs"), map[string]any{"name": "setup", "function": "doomed"}).want(201)
 }
 
 func TestInternalErrorsAreLoggedAndHidden(t *testing.T) {

@@ -319,6 +319,17 @@ func (c *client) createFunction(name string) map[string]any {
 
 // countJobs counts the River jobs of kind inserted for the namespace, with
 // args matching every key/value pair of match.
+// runState is the River state of the run of job ns/job (one run expected).
+func (f *fixture) runState(ns, job string) string {
+	f.t.Helper()
+	var state string
+	if err := f.pool.QueryRow(context.Background(), `SELECT state FROM river_job WHERE kind = 'run_job' AND args @> $1::jsonb`,
+		`{"namespace": "`+ns+`", "job": "`+job+`"}`).Scan(&state); err != nil {
+		f.t.Fatalf("the run of job %s: %v", job, err)
+	}
+	return state
+}
+
 func (f *fixture) countJobs(kind, ns string, match ...string) int {
 	f.t.Helper()
 	args := map[string]any{"namespace": ns}

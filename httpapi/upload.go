@@ -11,6 +11,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/command"
+	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/store/codestore"
 )
 
@@ -29,12 +30,16 @@ func (s *Server) registerUploadRoutes(g *echo.Group) {
 // field "code" holding a zip: it is validated, stored in S3 (zip and build
 // context) and recorded as a new version whose build is queued (202). Code
 // and configuration identical to the active version make no new version
-// (200 with the active version); so do code and configuration identical to
-// the newest version while it waits for its build or failed it (200 with that
-// version, or 202 when its build job was lost and is queued again). A body
-// over the limit is 413 without reading the rest; a bad zip is 400, a zip
-// bomb 413, an unknown function 404 (command.UploadCode; the name and the
-// function are checked before the body is read).
+// (200 with the active version, "active": true); so do code and
+// configuration identical to the newest version while it waits for its
+// build or failed it (200 with that version, or 202 when its build job was
+// lost and is queued again; 202 with a new version when it failed because
+// its stored code had been changed). Identical to another built version,
+// the upload makes it active again (200 with it, "active": true and the
+// "activation" recorded). A body over the limit is 413 without reading the
+// rest; a bad zip is 400, a zip bomb 413, an unknown function 404
+// (command.UploadCode; the name and the function are checked before the body
+// is read).
 func (s *Server) upload(c echo.Context) error {
 	ns, name := c.Param("ns"), c.Param("name")
 	ctx := c.Request().Context()
@@ -68,7 +73,12 @@ func (s *Server) upload(c echo.Context) error {
 	if !res.Queued {
 		status = http.StatusOK
 	}
-	return c.JSON(status, newVersion(res.Version, res.Active, false))
+	out := newVersion(res.Version, res.Active, false)
+	if res.Activation != nil {
+		a := wire.Activation(*res.Activation)
+		out.Activation = &a
+	}
+	return c.JSON(status, out)
 }
 
 // readZip returns the "code" part of a multipart body, refusing (ETOOLARGE)

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -61,7 +62,10 @@ func TestVersionsBuildsAndRollback(t *testing.T) {
 	if len(vs.Activations) != 2 || vs.Activations[0].Version != 2 || vs.Activations[0].FromVersion != 1 || vs.Activations[0].Reason != "build" {
 		t.Fatalf("activations %+v", vs.Activations)
 	}
-	if fn := c.do("GET", c.p("/functions/fn"), nil).want(200).obj(); fn["phase"] != "Failed" || fn["active_version"] != 2.0 || fn["last_built_at"] == nil {
+	// Version 2 serves: the function is Ready, version 3's failure beside it.
+	fn := c.do("GET", c.p("/functions/fn"), nil).want(200).obj()
+	if fn["phase"] != "Ready" || fn["message"] != "" || fn["active_version"] != 2.0 || fn["last_built_at"] == nil ||
+		!reflect.DeepEqual(fn["last_build_failure"], map[string]any{"version": 3.0, "message": "SyntaxError: <bad> line 1"}) {
 		t.Fatalf("function after a failed build: %v", fn)
 	}
 
@@ -80,8 +84,8 @@ func TestVersionsBuildsAndRollback(t *testing.T) {
 	c.do("POST", c.p("/functions/ghost/rollback"), map[string]any{"version": 1}).wantError(404, "NOT_FOUND", "")
 
 	// To a built one: active at once, recorded with who did it, rollout queued.
-	fn := c.do("POST", c.p("/functions/fn/rollback"), map[string]any{"version": 1}).want(200).obj()
-	if fn["active_version"] != 1.0 || fn["phase"] != "Ready" {
+	fn = c.do("POST", c.p("/functions/fn/rollback"), map[string]any{"version": 1}).want(200).obj()
+	if fn["active_version"] != 1.0 || fn["phase"] != "Ready" || fn["last_build_failure"].(map[string]any)["version"] != 3.0 {
 		t.Fatalf("after rollback: %v", fn)
 	}
 	c.do("GET", c.p("/functions/fn/versions"), nil).want(200).decode(&vs)
@@ -194,13 +198,27 @@ func TestUploadIdenticalToTheActiveVersion(t *testing.T) {
 	if len(vs.Versions) != 2 || vs.ActiveVersion != 1 || f.countJobs("build", c.ns, "function", "fn") != 2 {
 		t.Fatalf("an upload identical to the active version changed something: %+v", vs)
 	}
-	// Identical to version 2, not active: a new version reusing its build.
-	v = c.upload("fn", handlerZip(t, "2")).want(202).obj()
-	if v["version"] != 3.0 || v["build_status"] != "Succeeded" || v["image"] != "image:v2" || v["active"] != true {
-		t.Fatalf("upload identical to version 2 answered %v, want version 3 reusing its build", v)
+	if _, ok := v["activation"]; ok {
+		t.Fatalf("an unchanged upload answered an activation: %v", v)
+	}
+	// Identical to version 2, built and not active: version 2 is active
+	// again, as a rollback makes it, and the answer says so.
+	v = c.upload("fn", handlerZip(t, "2")).want(200).obj()
+	a, _ := v["activation"].(map[string]any)
+	if v["version"] != 2.0 || v["build_status"] != "Succeeded" || v["active"] != true ||
+		a["version"] != 2.0 || a["from_version"] != 1.0 || a["reason"] != "upload" || a["actor"] != c.sub || a["activated_at"] == nil {
+		t.Fatalf("upload identical to version 2 answered %v, want version 2 active again", v)
+	}
+	c.do("GET", c.p("/functions/fn/versions"), nil).want(200).decode(&vs)
+	if len(vs.Versions) != 2 || vs.ActiveVersion != 2 || vs.Activations[0].Reason != "upload" || vs.Activations[0].Actor != c.sub ||
+		vs.Activations[0].ActivatedAt != a["activated_at"] {
+		t.Fatalf("after the upload of version 2's code: %+v", vs)
 	}
 	if n := f.countJobs("build", c.ns, "function", "fn"); n != 2 {
-		t.Fatalf("%d builds, want 2: version 3 reuses version 2's", n)
+		t.Fatalf("%d builds, want 2", n)
+	}
+	if n := f.countJobs("rollout", c.ns, "function", "fn"); n < 1 {
+		t.Fatal("no rollout job after the upload made version 2 active")
 	}
 }
 

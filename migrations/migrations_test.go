@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -249,5 +250,83 @@ func TestRetrySafeColumn(t *testing.T) {
 	}
 	if n := count(t, db, `SELECT count(*) FROM information_schema.columns WHERE table_name = 'functions' AND column_name = 'retry_safe'`); n != 0 {
 		t.Fatal("retry_safe survived migration 7's Down")
+	}
+}
+
+// TestBuildFailureBackfill: migration 10 gives functions the newest
+// version's failed build and the active version's rollout failure, from the
+// rows before it: a function Failed only by a newer build while a version is
+// active is Ready, one whose active version failed its rollout stays Failed
+// with why, and one with nothing built stays Failed.
+func TestBuildFailureBackfill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := emptyDB(t)
+	p, err := migrations.NewProvider(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(query string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(query, args...); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	}
+	for _, fn := range []struct {
+		name, message string
+		active        int
+		versions      []string // build status of versions 1, 2, ...; a Failed one failed with message "SyntaxError"
+	}{
+		{"reverted", "SyntaxError", 1, []string{"Succeeded", "Failed"}},
+		{"crashing", "crash loop", 1, []string{"Succeeded"}},
+		{"crashing-too", "crash loop", 1, []string{"Succeeded", "Failed"}},
+		{"never", "SyntaxError", 0, []string{"Failed"}},
+	} {
+		exec(`INSERT INTO functions (namespace, name, runtime, entrypoint, memory_mb, timeout_sec, phase, message, active_version, created_at)
+			VALUES ('ns', $1, 'python3.11', 'handler.handle', 128, 30, 'Failed', $2, $3, now())`, fn.name, fn.message, fn.active)
+		for i, status := range fn.versions {
+			msg := ""
+			if status == "Failed" {
+				msg = "SyntaxError"
+			}
+			exec(`INSERT INTO function_versions (namespace, function, version, digest, config, build_status, message, created_at)
+				VALUES ('ns', $1, $2, 'sha256:x', '{}', $3, $4, now())`, fn.name, i+1, status, msg)
+		}
+	}
+	if _, err := p.UpTo(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query(`SELECT name, phase, message, last_build_failure_version, last_build_failure_message, rollout_failure
+		FROM functions ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var name, phase, message, failedMessage, rollout string
+		var failed int
+		if err := rows.Scan(&name, &phase, &message, &failed, &failedMessage, &rollout); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %s %q v%d %q %q", name, phase, message, failed, failedMessage, rollout))
+	}
+	want := []string{
+		`crashing Failed "crash loop" v0 "" "crash loop"`,
+		`crashing-too Failed "crash loop" v2 "SyntaxError" "crash loop"`,
+		`never Failed "SyntaxError" v1 "SyntaxError" ""`,
+		`reverted Ready "" v2 "SyntaxError" ""`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("functions after migration 10:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := p.DownTo(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM information_schema.columns WHERE table_name = 'functions' AND column_name = 'rollout_failure'`); n != 0 {
+		t.Fatal("rollout_failure survived migration 10's Down")
 	}
 }

@@ -196,10 +196,7 @@ func randomFunctionEvents(rng *rand.Rand, p *projected, name string) []domain.Ev
 			evs = append(evs, domain.BuildFailed{Version: anyVersion(), Message: fmt.Sprintf("error %d", rng.IntN(99)), Log: "trace", At: at})
 		case 6:
 			v := anyVersion()
-			reason := domain.ActivationBuild
-			if rng.IntN(2) == 0 {
-				reason = domain.ActivationRollback
-			}
+			reason := []string{domain.ActivationBuild, domain.ActivationRollback, domain.ActivationUpload}[rng.IntN(3)]
 			evs = append(evs, domain.VersionActivated{Version: v, From: active, Reason: reason, At: at})
 			active = v
 		case 7, 8:

@@ -146,6 +146,11 @@ func richHistory(t *testing.T, p *projected) {
 	p.fn(t, "api", func(f *domain.Function) ([]domain.Event, error) { return f.FailRollout(1, "crash loop: exit 1", now()) })
 	upload("cron-fn", "sha256:c")
 	build("cron-fn", 1, true)
+	upload("cron-fn", "sha256:c2")
+	build("cron-fn", 2, true)
+	upload("cron-fn", "sha256:c") // v1's code again: v1 is active again, by an upload
+	upload("cron-fn", "sha256:c3")
+	build("cron-fn", 3, false) // v1 serves on: Ready, with v3's failure beside it
 	upload("gone", "sha256:g")
 
 	p.trigger(t, "web", func(tr *domain.Trigger) ([]domain.Event, error) {

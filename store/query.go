@@ -16,14 +16,15 @@ import (
 // named scan function per table.
 
 const functionColumns = `namespace, name, runtime, entrypoint, memory_mb, timeout_sec, env_vars, max_concurrency, retry_safe, phase, message,
-	active_version, endpoint, serving_version, created_at, last_built_at`
+	active_version, endpoint, serving_version, created_at, last_built_at, last_build_failure_version, last_build_failure_message, rollout_failure`
 
 func scanFunction(row pgx.CollectableRow) (domain.Function, error) {
 	var f domain.Function
 	var env []byte
 	var built *time.Time
 	err := row.Scan(&f.Namespace, &f.Name, &f.Config.Runtime, &f.Config.Entrypoint, &f.Config.MemoryMB, &f.Config.TimeoutSec,
-		&env, &f.Config.MaxConcurrency, &f.Config.RetrySafe, &f.Phase, &f.Message, &f.ActiveVersion, &f.Endpoint, &f.ServingVersion, &f.CreatedAt, &built)
+		&env, &f.Config.MaxConcurrency, &f.Config.RetrySafe, &f.Phase, &f.Message, &f.ActiveVersion, &f.Endpoint, &f.ServingVersion, &f.CreatedAt, &built,
+		&f.LastBuildFailure.Version, &f.LastBuildFailure.Message, &f.RolloutFailure)
 	if err != nil {
 		return f, err
 	}
@@ -217,7 +218,19 @@ func (s *Store) GetJob(ctx context.Context, ns, name string) (domain.Job, error)
 //
 // Errors: EUNAVAILABLE, EINTERNAL.
 func (s *Store) ListJobs(ctx context.Context, ns, function string) ([]domain.Job, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM jobs
+	return listJobs(ctx, s.pool, ns, function)
+}
+
+// ListJobs is Store.ListJobs inside the command's transaction, so a command
+// reads what it is about to change on its own connection.
+//
+// Errors: EUNAVAILABLE, EINTERNAL.
+func (t *Tx) ListJobs(ctx context.Context, ns, function string) ([]domain.Job, error) {
+	return listJobs(ctx, t, ns, function)
+}
+
+func listJobs(ctx context.Context, q querier, ns, function string) ([]domain.Job, error) {
+	rows, _ := q.Query(ctx, `SELECT `+jobColumns+` FROM jobs
 		WHERE namespace = $1 AND ($2 = '' OR function = $2) ORDER BY name`, ns, function)
 	js, err := pgx.CollectRows(rows, scanJob)
 	return js, dbError("list jobs", err)

@@ -123,6 +123,10 @@ func TestBuildRefusesCodeChangedInTheStore(t *testing.T) {
 				t.Errorf("%s v1 message %q does not say %q", name, v.Message, p)
 			}
 		}
+		// So that the same code uploaded again is built afresh (domain.Function.Upload).
+		if !v.StoredCodeChanged() {
+			t.Errorf("%s v1 failed with %q, which domain does not take for stored code changed after the upload", name, v.Message)
+		}
 		if n := h.driver.buildCalls(name, 1); n != 0 {
 			t.Errorf("the driver built %s %d times, want never", name, n)
 		}

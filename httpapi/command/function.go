@@ -86,8 +86,10 @@ type UpdateFunctionInput struct {
 }
 
 // UpdateFunction merges the patch over the current configuration. When code
-// exists a changed configuration makes a new version, built unless the same
-// code was built for the same runtime and entrypoint already, and rolled out.
+// exists a changed configuration makes a new version of the code that
+// serves (of the newest upload while it awaits its build, see
+// domain.Function.UpdateConfig), built unless the same code was built for
+// the same runtime and entrypoint already, and rolled out.
 //
 // Errors: ENOTFOUND, EINVALID (the merged configuration).
 func (c *Commands) UpdateFunction(ctx context.Context, meta store.Metadata, in UpdateFunctionInput) (domain.Function, error) {
@@ -98,16 +100,18 @@ func (c *Commands) UpdateFunction(ctx context.Context, meta store.Metadata, in U
 	return f, err
 }
 
-// DeleteFunction deletes a function with its versions and its triggers in one
-// transaction; a cleanup job removes workloads, schedules and stored code.
-// Jobs that ran it stay (history).
+// DeleteFunction deletes a function with its versions, its triggers and its
+// jobs in one transaction (a job's run still going is cancelled, as
+// DeleteJob does); a cleanup job removes workloads, schedules and stored
+// code. The invocation log keeps the runs.
 //
 // Errors: ENOTFOUND.
 func (c *Commands) DeleteFunction(ctx context.Context, meta store.Metadata, in Ref) error {
 	now := c.now()
 	_, _, err := run(ctx, c, meta, newFunction(in), func(tx *store.Tx, f *domain.Function) error {
-		// Locked as trigger creation locks it: a trigger created meanwhile is
-		// either seen and deleted here, or refused for a missing function.
+		// Locked as trigger and job creation lock it: a trigger or job
+		// created meanwhile is either seen and deleted here, or refused for
+		// a missing function.
 		if err := tx.Lock(ctx, domain.FunctionStream(f.Namespace, f.Name)); err != nil {
 			return err
 		}
@@ -120,6 +124,15 @@ func (c *Commands) DeleteFunction(ctx context.Context, meta store.Metadata, in R
 		}
 		for _, t := range triggers {
 			if err := deleteTrigger(ctx, tx, Ref{in.Namespace, t.Name}, now); err != nil && domain.ErrorCode(err) != domain.ENOTFOUND {
+				return err
+			}
+		}
+		jobs, err := tx.ListJobs(ctx, in.Namespace, in.Name)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if err := deleteJob(ctx, tx, Ref{in.Namespace, j.Name}, now); err != nil && domain.ErrorCode(err) != domain.ENOTFOUND {
 				return err
 			}
 		}

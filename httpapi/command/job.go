@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -72,15 +73,21 @@ func (c *Commands) rerun(ctx context.Context, meta store.Metadata, in Ref, next 
 // Errors: ENOTFOUND.
 func (c *Commands) DeleteJob(ctx context.Context, meta store.Metadata, in Ref) error {
 	now := c.now()
-	_, _, err := run(ctx, c, meta, newJob(in), func(tx *store.Tx, j *domain.Job) error {
-		if err := changeJob(ctx, tx, j, func() ([]domain.Event, error) { return j.Delete(now) }); err != nil {
-			return err
-		}
-		// A run still going is stopped once this commits, and recorded as
-		// cancelled.
-		return workers.CancelRunTx(ctx, tx.Tx, in.Namespace, in.Name)
+	_, err := c.cfg.Store.Execute(ctx, meta, func(tx *store.Tx) error {
+		return deleteJob(ctx, tx, in, now)
 	})
 	return err
+}
+
+// deleteJob deletes job in in tx (ENOTFOUND when it does not exist) and
+// cancels its unfinished runs: a run still going is stopped once tx
+// commits, and recorded as cancelled.
+func deleteJob(ctx context.Context, tx *store.Tx, in Ref, now time.Time) error {
+	j := domain.NewJob(in.Namespace, in.Name)
+	if err := changeJob(ctx, tx, j, func() ([]domain.Event, error) { return j.Delete(now) }); err != nil {
+		return err
+	}
+	return workers.CancelRunTx(ctx, tx.Tx, in.Namespace, in.Name)
 }
 
 // newJob returns a maker of the empty aggregate of job in.

@@ -19,22 +19,32 @@ type UploadCodeInput struct {
 	Runtime domain.Runtime
 }
 
-// UploadResult is what an upload did.
+// UploadResult is what an upload did. Version.Number == Active with Queued
+// false and Activation nil: nothing changed, the code is the active
+// version's.
 type UploadResult struct {
 	// Version is the new version, or the identical one the upload matched.
 	Version domain.Version
 	// Active is the function's active version number (0: none yet).
 	Active int
-	// Queued says whether a build was queued: for a new version, or again for
-	// the identical newest version whose build job was lost.
+	// Queued says whether the upload made a new version (its build queued,
+	// or the build of the same code reused), or queued the build of the
+	// identical newest version again because its job was lost.
 	Queued bool
+	// Activation is the activation the upload recorded when its code and
+	// configuration were those of another built version, active again
+	// without a rebuild (reason domain.ActivationUpload); nil otherwise.
+	Activation *store.Activation
 }
 
 // UploadCode validates a zip, stores it in the code store (zip and build
-// context) and records it as a new version whose build is queued. Code and
-// configuration identical to the active version make no new version; so do
-// code and configuration identical to the newest version while it waits for
-// its build or failed it (its build is queued again when its job was lost).
+// context) and records it as domain.Function.Upload decides: a new version
+// whose build is queued (or that reuses a build); nothing for code and
+// configuration identical to the active version, or to the newest version
+// while it waits for its build (queued again when its job was lost) or after
+// it failed (unless its stored code had been changed after the upload: then
+// a new version, built afresh); the activation of another built version
+// whose code and configuration they are, with its rollout.
 //
 // Errors: ENOTFOUND (function), EINVALID (a bad zip), ETOOLARGE (a zip
 // bomb), ECONFLICT (the runtime changed during the upload).
@@ -64,8 +74,9 @@ func (c *Commands) UploadCode(ctx context.Context, meta store.Metadata, in Uploa
 	now := c.now()
 	var number int
 	var requeued bool
-	f, evs, err := run(ctx, c, meta, newFunction(in.Ref), func(tx *store.Tx, f *domain.Function) error {
-		requeued = false
+	var decided []domain.Event
+	f, _, err := run(ctx, c, meta, newFunction(in.Ref), func(tx *store.Tx, f *domain.Function) error {
+		requeued, decided = false, nil
 		return changeFunction(ctx, tx, f, func() ([]domain.Event, error) {
 			if f.Exists && f.Config.Runtime != runtime {
 				return nil, domain.Errorf(domain.ECONFLICT, "the runtime of function %q changed during the upload; upload again", in.Name)
@@ -74,7 +85,7 @@ func (c *Commands) UploadCode(ctx context.Context, meta store.Metadata, in Uploa
 			if err != nil {
 				return nil, err
 			}
-			number = n
+			number, decided = n, evs
 			if len(evs) == 0 {
 				requeued, err = requeueLostBuild(ctx, tx, f, n)
 			}
@@ -85,5 +96,16 @@ func (c *Commands) UploadCode(ctx context.Context, meta store.Metadata, in Uploa
 		return UploadResult{}, err
 	}
 	v, _ := f.Version(number)
-	return UploadResult{Version: v, Active: f.ActiveVersion, Queued: len(evs) > 0 || requeued}, nil
+	res := UploadResult{Version: v, Active: f.ActiveVersion, Queued: requeued}
+	for _, ev := range decided {
+		switch e := ev.(type) {
+		case domain.VersionCreated:
+			res.Queued = true
+		case domain.VersionActivated:
+			if e.Reason == domain.ActivationUpload {
+				res.Activation = &store.Activation{Version: e.Version, FromVersion: e.From, Reason: e.Reason, Actor: meta.Actor, ActivatedAt: e.At}
+			}
+		}
+	}
+	return res, nil
 }

@@ -25,6 +25,10 @@ type Function struct {
 	Phase     domain.FunctionPhase `json:"phase"`
 	// Message explains the phase, e.g. the build error of a Failed function.
 	Message string `json:"message"`
+	// LastBuildFailure is the newest version when its build failed, null
+	// otherwise. While an older version is active and runs, the function is
+	// Ready all the same: the phase says what serves.
+	LastBuildFailure *BuildFailure `json:"last_build_failure"`
 	// ActiveVersion is the version triggers run; 0 before the first build.
 	ActiveVersion int `json:"active_version"`
 	// ServingVersion is the version the last completed rollout runs: behind
@@ -34,6 +38,13 @@ type Function struct {
 	ServingVersion int        `json:"serving_version"`
 	CreatedAt      time.Time  `json:"created_at"`
 	LastBuiltAt    *time.Time `json:"last_built_at"`
+}
+
+// BuildFailure is a version whose build failed, and the build's message
+// (its full log is the version's build_log).
+type BuildFailure struct {
+	Version int    `json:"version"`
+	Message string `json:"message"`
 }
 
 // FunctionList is the JSON answer of the function listing.

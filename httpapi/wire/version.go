@@ -8,7 +8,7 @@ import (
 
 // Version is one immutable version of a function: code digest, configuration
 // snapshot and build outcome. BuildLog is set only when one version is asked
-// for.
+// for, Activation only in the answer of an upload.
 type Version struct {
 	Version     int                `json:"version"`
 	Digest      string             `json:"digest"`
@@ -20,6 +20,10 @@ type Version struct {
 	CreatedAt   time.Time          `json:"created_at"`
 	BuiltAt     *time.Time         `json:"built_at"`
 	BuildLog    *string            `json:"build_log,omitempty"`
+	// Activation is set in the answer of an upload whose code and
+	// configuration were those of this built version, which the upload made
+	// active again without a rebuild (reason "upload"), as a rollback does.
+	Activation *Activation `json:"activation,omitempty"`
 }
 
 // Config is the configuration snapshot a version was made with.
@@ -43,7 +47,10 @@ type VersionList struct {
 	Activations []Activation `json:"activations"`
 }
 
-// Activation is one change of a function's active version.
+// Activation is one change of a function's active version. Reason is
+// "build" (the newest version was built, or reused a build), "rollback" or
+// "upload" (the code and configuration of a built version were uploaded
+// again).
 type Activation struct {
 	Version     int       `json:"version"`
 	FromVersion int       `json:"from_version"`

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/slessio/sless/httpapi/client"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/terraform-provider-sless/internal/provider"
 )
@@ -293,6 +295,131 @@ resource "sless_function" "broken" {
 				),
 			},
 		},
+		CheckDestroy: func(*terraform.State) error { return p.nothingLeft(t) },
+	})
+}
+
+// TestAccRevertAfterAFailedBuild (issue 28): an apply of code that fails
+// its build fails, version 1 serving on; reverting the code then plans
+// nothing, and the function is Ready on version 1 with no message (the
+// failed version stays in its versions), serving version 1's code. A
+// configuration change afterwards carries on that code, not the failed one.
+func TestAccRevertAfterAFailedBuild(t *testing.T) {
+	t.Parallel()
+	p := startPlatform(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"handler.py": handler("v1")})
+	configWith := func(memoryMB int) string {
+		return p.providerBlock() + fmt.Sprintf(`
+resource "sless_function" "reverter" {
+  name              = "reverter"
+  runtime           = "python3.11"
+  source_dir        = %q
+  memory_mb         = %d
+  build_timeout_sec = 120
+}
+
+resource "sless_trigger" "web" {
+  name     = "reverter-http"
+  type     = "http"
+  function = sless_function.reverter.name
+}
+
+output "url" {
+  value = sless_trigger.web.url
+}
+`, dir, memoryMB)
+	}
+	config := configWith(128)
+	servesV1 := func(s *terraform.State) error {
+		url := s.RootModule().Outputs["url"].Value.(string)
+		status, body, err := post(url, `{"name":"tf"}`)
+		var got struct{ Mark string }
+		if err != nil || status != 200 || json.Unmarshal([]byte(body), &got) != nil || got.Mark != "v1" {
+			return fmt.Errorf("POST %s = %d %s (%v); want version 1's answer", url, status, body, err)
+		}
+		return nil
+	}
+	ready := resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr("sless_function.reverter", "phase", "Ready"),
+		resource.TestCheckResourceAttr("sless_function.reverter", "message", ""),
+		resource.TestCheckResourceAttr("sless_function.reverter", "active_version", "1"),
+		servesV1,
+	)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providers,
+		Steps: []resource.TestStep{
+			{Config: config, Check: ready},
+			{
+				PreConfig:   func() { writeFiles(t, dir, map[string]string{"handler.py": "def handle(event):\n    return (\n"}) },
+				Config:      config,
+				ExpectError: regexp.MustCompile(`(?s)build of version 2 of reverter failed:.*SyntaxError`),
+			},
+			{
+				// Back to version 1's code: nothing to change, and nothing failed.
+				PreConfig: func() { writeFiles(t, dir, map[string]string{"handler.py": handler("v1")}) },
+				Config:    config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply:             []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				Check: resource.ComposeAggregateTestCheckFunc(ready,
+					resource.TestCheckResourceAttr("sless_function.reverter", "version", "2"),
+					func(*terraform.State) error {
+						fn, err := p.Client.GetFunction(ctx, "reverter")
+						if err != nil {
+							return err
+						}
+						if f := fn.LastBuildFailure; f == nil || f.Version != 2 || !strings.Contains(f.Message, "SyntaxError") {
+							return fmt.Errorf("last_build_failure = %+v; want version 2's SyntaxError", f)
+						}
+						return nil
+					},
+				),
+			},
+			{
+				// A configuration change: version 3 of version 1's code.
+				Config: configWith(256),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("sless_function.reverter", "phase", "Ready"),
+					resource.TestCheckResourceAttr("sless_function.reverter", "version", "3"),
+					resource.TestCheckResourceAttr("sless_function.reverter", "active_version", "3"),
+					resource.TestCheckResourceAttr("sless_function.reverter", "memory_mb", "256"),
+					servesV1,
+				),
+			},
+		},
+		CheckDestroy: func(*terraform.State) error { return p.nothingLeft(t) },
+	})
+}
+
+// TestAccDestroyTakesTheFunctionsJobs (issue 28): destroying a function
+// deletes the jobs of it made outside Terraform too, as its triggers.
+func TestAccDestroyTakesTheFunctionsJobs(t *testing.T) {
+	t.Parallel()
+	p := startPlatform(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"handler.py": handler("jobs")})
+	config := p.providerBlock() + fmt.Sprintf(`
+resource "sless_function" "worker" {
+  name       = "worker"
+  runtime    = "python3.11"
+  source_dir = %q
+}
+`, dir)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providers,
+		Steps: []resource.TestStep{{
+			Config: config,
+			Check: func(*terraform.State) error {
+				// Made outside Terraform, as with the CLI.
+				_, err := p.Client.CreateJob(ctx, client.CreateJobRequest{Name: "by-hand", Function: "worker"})
+				return err
+			},
+		}},
 		CheckDestroy: func(*terraform.State) error { return p.nothingLeft(t) },
 	})
 }
