@@ -114,6 +114,25 @@ func TestCLIQuickStart(t *testing.T) {
 	out, _ = sless("fn", "invoke", "hello")
 	want([]string{"fn", "invoke"}, out, `{"v":2}`)
 
+	// Back to version 2's code: unchanged, exit 0, the function Ready, the
+	// failed version 3 still shown. Then the same by rollback.
+	write(t, dir, "handler.py", "def handle(event):\n    return {'v': 2}\n")
+	out, _ = sless("fn", "deploy", dir)
+	want([]string{"fn", "deploy"}, out, "unchanged, version 2 is active")
+	want([]string{"fn", "deploy"}, out, "Function hello version 2 is Ready.")
+	out, _ = sless("fn", "get", "hello")
+	want([]string{"fn", "get"}, out, "Ready")
+	want([]string{"fn", "get"}, out, "v3 — ")
+	sless("fn", "rollback", "hello", "--to", "1")
+	out, _ = sless("fn", "get", "hello")
+	want([]string{"fn", "get"}, out, "Ready")
+	if strings.Contains(out, "SyntaxError") && !strings.Contains(out, "last build failed") {
+		t.Fatalf("after a rollback the function still says its failed build is its state:\n%s", out)
+	}
+	write(t, dir, "handler.py", "def handle(event):\n    return {'v': 2}\n")
+	out, _ = sless("fn", "deploy", dir)
+	want([]string{"fn", "deploy"}, out, "the code of version 2, active again (was version 1)")
+
 	// The prototype's table_reader.py: psycopg2 from its requirements.txt,
 	// reading a table of a PostgreSQL given by env_vars, as a job.
 	t.Run("table_reader", func(t *testing.T) {

@@ -159,10 +159,15 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 		return explain(err, url, "", "")
 	}
 	v := up.Version.Version
-	if up.Queued {
+	switch a := up.Version.Activation; {
+	case up.Queued:
 		fmt.Fprintf(stdout, "Uploaded %s (%d KiB): version %d, build queued.\n", dir, (len(zip)+1023)/1024, v)
-	} else {
-		fmt.Fprintf(stdout, "Uploaded %s: unchanged, version %d.\n", dir, v)
+	case a != nil:
+		fmt.Fprintf(stdout, "Uploaded %s: the code of version %d, active again (was version %d).\n", dir, v, a.FromVersion)
+	case up.Version.Active:
+		fmt.Fprintf(stdout, "Uploaded %s: unchanged, version %d is active.\n", dir, v)
+	default:
+		fmt.Fprintf(stdout, "Uploaded %s: unchanged, version %d (%s).\n", dir, v, strings.ToLower(string(up.Version.BuildStatus)))
 	}
 	httpURL, err := ensureTriggers(ctx, cl, f)
 	if err != nil {

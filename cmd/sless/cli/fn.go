@@ -108,6 +108,7 @@ func writeFunction(w io.Writer, fn *client.Function) error {
 		{"entrypoint", fn.Entrypoint},
 		{"phase", colour(w, string(fn.Phase))},
 		{"message", fn.Message},
+		{"last build failed", lastBuildFailure(fn)},
 		{"active version", fmt.Sprint(fn.ActiveVersion)},
 		{"serving version", fmt.Sprint(fn.ServingVersion)},
 		{"memory", fmt.Sprintf("%d MiB", fn.MemoryMB)},
@@ -119,7 +120,19 @@ func writeFunction(w io.Writer, fn *client.Function) error {
 		{"last built", built},
 	}
 	for _, r := range rows {
+		if r[0] == "last build failed" && r[1] == "" {
+			continue
+		}
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
 	}
 	return tw.Flush()
+}
+
+// lastBuildFailure says which newer version failed to build and why, while
+// an older one serves: "v2 — SyntaxError: ..."; "" when the newest built.
+func lastBuildFailure(fn *client.Function) string {
+	if fn.LastBuildFailure == nil {
+		return ""
+	}
+	return fmt.Sprintf("v%d — %s (sless fn versions %s)", fn.LastBuildFailure.Version, headline(fn.LastBuildFailure.Message), fn.Name)
 }
