@@ -109,7 +109,7 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 		return workers.BuildResult{}, err
 	}
 	env := processEnv(workers.Workload{Config: b.Config})
-	opts := d.buildOptions(k, tmp, env)
+	opts := d.buildOptions(k, tmp, env, b.Progress)
 	log, err := rt.Build(ctx, tmp, opts)
 	if err == nil {
 		var checkLog string

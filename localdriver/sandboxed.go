@@ -3,6 +3,7 @@ package localdriver
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ func (d *Driver) processCommand(k fnKey, rs runtimes.Spec, dir string, env []str
 // its package indexes (buildNetwork); without a sandbox, as plain processes
 // with the platform's own caches. Installed dependencies (Python's, npm's)
 // are kept for reuse in Dir/deps/<ns>, the tenant's own.
-func (d *Driver) buildOptions(k fnKey, dir string, env []string) runtimes.BuildOptions {
+func (d *Driver) buildOptions(k fnKey, dir string, env []string, progress io.Writer) runtimes.BuildOptions {
 	opts := runtimes.BuildOptions{Env: env, CheckTimeout: d.opts.StartTimeout, StepTimeout: d.opts.BuildStepTimeout,
 		MaxDepsBytes: d.opts.MaxDepsBytes, DepsCache: filepath.Join(d.opts.Dir, "deps", k.ns)}
 	if d.sb.Mode() == sandbox.ModeBubblewrap {
@@ -71,6 +72,10 @@ func (d *Driver) buildOptions(k fnKey, dir string, env []string) runtimes.BuildO
 		}
 		var out bytes.Buffer
 		c.Stdout, c.Stderr = &out, &out
+		if progress != nil { // followers see the output as it comes
+			c.Stdout = io.MultiWriter(&out, progress)
+			c.Stderr = c.Stdout
+		}
 		c.SysProcAttr = procAttr()
 		if err := c.Start(); err != nil {
 			return nil, err

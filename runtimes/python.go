@@ -111,7 +111,7 @@ func (python) build(ctx context.Context, dir string, opts BuildOptions) (string,
 		return "", err
 	}
 	args := append(append([]string{"-m", "pip"}, pipInstall(target)...), "--root-user-action=ignore")
-	env := opts.toolEnv(filepath.Dir(py))
+	env := append(opts.toolEnv(filepath.Dir(py)), "PYTHONUNBUFFERED=1") // output as it comes, for followers
 	var index []string
 	for pip, operator := range pipIndexEnv {
 		if v := os.Getenv(operator); v != "" {

@@ -91,13 +91,18 @@ func (s *Store) ListVersions(ctx context.Context, ns, function string) ([]domain
 	return vs, dbError("list versions", err)
 }
 
-// GetVersion returns version n of a function.
+// GetVersion returns version n of a function; while it builds, its BuildLog
+// is the build's output so far (AppendBuildProgress).
 //
 // Errors: ENOTFOUND, EUNAVAILABLE, EINTERNAL.
 func (s *Store) GetVersion(ctx context.Context, ns, function string, n int) (domain.Version, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+versionColumns+` FROM function_versions
 		WHERE namespace = $1 AND function = $2 AND version = $3`, ns, function, n)
 	v, err := pgx.CollectExactlyOneRow(rows, scanVersion)
+	if err == nil && v.BuildStatus == domain.BuildStatusBuilding {
+		// While it builds, its log is the output so far.
+		v.BuildLog, err = s.buildProgress(ctx, ns, function, n)
+	}
 	return v, notFound(err, "version", function)
 }
 

@@ -75,7 +75,10 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		return err
 	}
 
+	out := w.followBuild(ctx, a.Namespace, a.Function, a.Version)
+	spec.Progress = out
 	res, err := w.build(ctx, spec)
+	out.close()
 	if ierr := interrupted(ctx, fmt.Sprintf("build %s v%d", stream, a.Version)); ierr != nil {
 		return ierr
 	}
@@ -117,6 +120,7 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		return completeTx(ctx, tx.Tx, job)
 	})
 	if err == nil {
+		out.forget(ctx)
 		w.log.InfoContext(ctx, "build finished", "namespace", a.Namespace, "function", a.Function,
 			"version", a.Version, "failed", res.Failed)
 	}

@@ -75,6 +75,11 @@ type BuildSpec struct {
 	// as the workers checked them against the version, from memory; nil
 	// when the workers have no code store.
 	Code CodeFetcher
+	// Progress takes the build's output as it comes, for people to follow
+	// (`sless fn deploy`); nil takes none. A driver writes what it can
+	// (the local driver: its build steps' output); BuildResult.Log stays
+	// the whole log.
+	Progress io.Writer
 }
 
 // BuildResult is the outcome of a build. Image names the artifact for Deploy

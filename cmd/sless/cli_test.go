@@ -209,3 +209,40 @@ func write(t *testing.T, dir, name, data string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDeployShowsTheBuildAsItGoes: `fn deploy` prints the build's output
+// while it waits (pip's lines of a slow local package here), and --quiet
+// leaves it out.
+func TestDeployShowsTheBuildAsItGoes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	t.Parallel()
+	dev := startDev(t)
+	dev.waitReady(t)
+	tok := dev.token(t, "build-watcher", false)
+	dir := t.TempDir()
+	files := map[string]string{"handler.py": "def handle(event):\n    return 1\n", "requirements.txt": "./slowpkg\n"}
+	for name, content := range runtimestest.PyPackage("slowpkg", "") {
+		files["slowpkg/"+name] = content
+	}
+	files["slowpkg/sleep_seconds"] = "2"
+	runtimestest.WriteFiles(t, dir, files)
+	deploy := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		args = append([]string{"fn", "deploy", dir, "--runtime", "python3.11", "--url", dev.base, "--token", tok}, args...)
+		if err := run(context.Background(), args, &out, &errOut); err != nil {
+			t.Fatalf("sless %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+		}
+		return errOut.String()
+	}
+	progress := deploy("--name", "watched")
+	line, built := strings.Index(progress, "  Processing ./slowpkg"), strings.Index(progress, "build Succeeded")
+	if line < 0 || built < 0 || line > built {
+		t.Fatalf("the build's output was not shown while it ran:\n%s", progress)
+	}
+	if progress = deploy("--name", "quiet", "--quiet"); strings.Contains(progress, "Processing") {
+		t.Fatalf("--quiet showed the build's output:\n%s", progress)
+	}
+}

@@ -35,7 +35,7 @@ type deployFlags struct {
 	env                       []string
 	http                      bool
 	cron                      string
-	noWait                    bool
+	noWait, quiet             bool
 	wait                      time.Duration
 }
 
@@ -66,6 +66,7 @@ is 1. --http and --cron make the function's triggers (NAME-http, NAME-cron).`,
 	fl.BoolVar(&f.http, "http", false, "serve the function at a public URL (an http trigger NAME-http)")
 	fl.StringVar(&f.cron, "cron", "", "run the function on a cron schedule in UTC (a trigger NAME-cron), e.g. \"*/5 * * * *\"")
 	fl.BoolVar(&f.noWait, "no-wait", false, "return once the code is uploaded, without following the build")
+	fl.BoolVar(&f.quiet, "quiet", false, "follow the build without printing its output as it comes")
 	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long to follow the build before giving up")
 	return cmd
 }
@@ -180,7 +181,7 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 
 	wctx, cancel := context.WithTimeoutCause(ctx, f.wait, fmt.Errorf("gave up after --wait %s", f.wait))
 	defer cancel()
-	follow := newFollower(stderr, f.name, v)
+	follow := newFollower(stderr, f.name, v, f.quiet)
 	fn, err = cl.WaitServing(wctx, f.name, v, 250*time.Millisecond, follow.update)
 	follow.done()
 	var be *client.BuildError
@@ -305,10 +306,12 @@ type follower struct {
 	start   time.Time
 	name    string
 	version int
+	quiet   bool // no build output
+	shown   int  // bytes of the build's output printed
 }
 
-func newFollower(w io.Writer, name string, v int) *follower {
-	fo := &follower{w: w, start: time.Now(), name: name, version: v}
+func newFollower(w io.Writer, name string, v int, quiet bool) *follower {
+	fo := &follower{w: w, start: time.Now(), name: name, version: v, quiet: quiet}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		fo.bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(w), progressbar.OptionSpinnerType(14),
 			progressbar.OptionSetElapsedTime(true), progressbar.OptionClearOnFinish(),
@@ -324,6 +327,7 @@ func (fo *follower) update(fn *client.Function, v *client.Version) {
 	if v.BuildStatus == domain.BuildStatusSucceeded && fn.ServingVersion != fo.version && fn.Phase != domain.PhaseFailed {
 		state = "built, rolling out"
 	}
+	fo.output(v)
 	if fo.bar != nil {
 		fo.bar.Describe(fmt.Sprintf("%s v%d: %s", fo.name, fo.version, state))
 		_ = fo.bar.Add(1)
@@ -332,6 +336,31 @@ func (fo *follower) update(fn *client.Function, v *client.Version) {
 	if state != fo.last {
 		fmt.Fprintf(fo.w, "%s v%d: %s (%.1f s)\n", fo.name, fo.version, state, time.Since(fo.start).Seconds())
 		fo.last = state
+	}
+}
+
+// output prints the build's new output lines, dimmed on a terminal, above
+// the spinner (the whole log follows a failure; the server keeps the last
+// 64 KiB of a running build's output, so a very chatty build shows its end).
+func (fo *follower) output(v *client.Version) {
+	if fo.quiet || v.BuildLog == nil || v.BuildStatus != domain.BuildStatusBuilding {
+		return
+	}
+	log := *v.BuildLog
+	if len(log) < fo.shown { // kept from the end only: start again
+		fo.shown = 0
+	}
+	end := strings.LastIndexByte(log, '\n') + 1 // whole lines only
+	if end <= fo.shown {
+		return
+	}
+	lines := log[fo.shown:end]
+	fo.shown = end
+	if fo.bar != nil {
+		_ = fo.bar.Clear()
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(lines, "\n"), "\n") {
+		fmt.Fprintln(fo.w, dim(fo.w, "  "+l))
 	}
 }
 

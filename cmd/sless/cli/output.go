@@ -41,6 +41,16 @@ func sorted(s []string) []string {
 // colour paints a phase for a terminal: green Ready and Succeeded, red
 // Failed, yellow the rest; plain text when w is not a terminal or NO_COLOR
 // is set (https://no-color.org).
+// dim writes s faint on a terminal (build output under the spinner),
+// plain elsewhere or with NO_COLOR.
+func dim(w io.Writer, s string) string {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" || !term.IsTerminal(int(f.Fd())) {
+		return s
+	}
+	return "\x1b[2m" + s + "\x1b[0m"
+}
+
 func colour(w io.Writer, phase string) string {
 	f, ok := w.(*os.File)
 	if !ok || os.Getenv("NO_COLOR") != "" || !term.IsTerminal(int(f.Fd())) {
