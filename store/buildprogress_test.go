@@ -52,7 +52,9 @@ func TestRunningBuildShowsItsOutput(t *testing.T) {
 	if v, _ = p.GetVersion(ctx, p.ns, "slow", 1); len(v.BuildLog) != store.MaxBuildProgress || !strings.HasSuffix(v.BuildLog, "xend\n") {
 		t.Fatalf("after 64 KiB more: %d bytes ending %q", len(v.BuildLog), v.BuildLog[max(0, len(v.BuildLog)-8):])
 	}
-	p.fn(t, "slow", func(f *domain.Function) ([]domain.Event, error) { return f.SucceedBuild(1, "img", "the whole log", now()) })
+	p.fn(t, "slow", func(f *domain.Function) ([]domain.Event, error) {
+		return f.SucceedBuild(1, "img", "the whole log", now())
+	})
 	if err := p.ClearBuildProgress(ctx, p.ns, "slow", 1); err != nil {
 		t.Fatal(err)
 	}
