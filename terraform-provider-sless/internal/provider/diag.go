@@ -19,9 +19,9 @@ func addAPIError(diags *diag.Diagnostics, what string, err error, attributes ...
 		diags.AddError("sless: "+what+" failed", err.Error())
 		return
 	}
+	// The API's message names its field already ("memory_mb: ...").
 	detail := fmt.Sprintf("%s (HTTP %d %s)", apiErr.Message, apiErr.Status, apiErr.Code)
 	if apiErr.Field != "" {
-		detail = fmt.Sprintf("%s: %s", apiErr.Field, detail)
 		for _, a := range attributes {
 			if a == apiErr.Field {
 				diags.AddAttributeError(path.Root(a), "sless: "+what+" failed", detail)
