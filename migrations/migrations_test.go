@@ -11,6 +11,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/pressly/goose/v3"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/rivermigrate"
 
@@ -174,14 +175,7 @@ func TestRiverVersionIsLatest(t *testing.T) {
 func TestTriggerActiveSinceBackfill(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := emptyDB(t)
-	p, err := migrations.NewProvider(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 4); err != nil {
-		t.Fatal(err)
-	}
+	db, p := migratedTo(t, 4)
 	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	event := func(stream string, version int, typ string, data any) {
 		b, _ := json.Marshal(data)
@@ -227,14 +221,7 @@ func TestTriggerActiveSinceBackfill(t *testing.T) {
 func TestRetrySafeColumn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := emptyDB(t)
-	p, err := migrations.NewProvider(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 6); err != nil {
-		t.Fatal(err)
-	}
+	db, p := migratedTo(t, 6)
 	if _, err := db.Exec(`INSERT INTO functions (namespace, name, runtime, entrypoint, memory_mb, timeout_sec, phase, created_at)
 		VALUES ('ns', 'old', 'python3.11', 'handler.handle', 128, 30, 'Pending', now())`); err != nil {
 		t.Fatal(err)
@@ -261,14 +248,7 @@ func TestRetrySafeColumn(t *testing.T) {
 func TestBuildFailureBackfill(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := emptyDB(t)
-	p, err := migrations.NewProvider(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 9); err != nil {
-		t.Fatal(err)
-	}
+	db, p := migratedTo(t, 9)
 	exec := func(query string, args ...any) {
 		t.Helper()
 		if _, err := db.Exec(query, args...); err != nil {
@@ -329,4 +309,18 @@ func TestBuildFailureBackfill(t *testing.T) {
 	if n := count(t, db, `SELECT count(*) FROM information_schema.columns WHERE table_name = 'functions' AND column_name = 'rollout_failure'`); n != 0 {
 		t.Fatal("rollout_failure survived migration 10's Down")
 	}
+}
+
+// migratedTo returns an empty database migrated up to version n, and its provider.
+func migratedTo(t *testing.T, n int64) (*sql.DB, *goose.Provider) {
+	t.Helper()
+	db := emptyDB(t)
+	p, err := migrations.NewProvider(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	return db, p
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -34,17 +32,12 @@ func startDev(t *testing.T) *devServer {
 // startDevWith is startDev with more arguments for `sless dev`.
 func startDevWith(t *testing.T, args ...string) *devServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	dev, base := devArgs(t, pgtest.NewDBURL(t))
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &devServer{base: "http://" + addr, dataDir: filepath.Join(t.TempDir(), "data"),
+	d := &devServer{base: base, dataDir: dev[2],
 		stdout: &testutil.SyncBuffer{}, stderr: &testutil.SyncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		d.done <- run(ctx, append([]string{"dev", "--data-dir", d.dataDir, "--listen", addr, "--database-url", pgtest.NewDBURL(t)}, args...), d.stdout, d.stderr)
+		d.done <- run(ctx, append(dev, args...), d.stdout, d.stderr)
 	}()
 	t.Cleanup(func() {
 		if err := d.stop(); err != nil {
