@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/slessio/sless/domain"
@@ -106,15 +107,21 @@ func (c *Cmd) Start() error {
 	if err != nil {
 		return err
 	}
+	var info struct {
+		ChildPID int `json:"child-pid"`
+	}
 	fail := func(err error) error {
+		// The sandbox's first process too: it holds the output pipes, and
+		// waiting for them would wait for it.
+		if info.ChildPID > 0 {
+			_ = syscall.Kill(info.ChildPID, syscall.SIGKILL)
+		}
 		_ = c.Process.Kill()
+		c.Cmd.WaitDelay = time.Second
 		_ = c.Wait()
 		return domain.Errorf(domain.EUNAVAILABLE, "sandbox: %v", err)
 	}
 	_ = infoR.SetReadDeadline(time.Now().Add(startTimeout))
-	var info struct {
-		ChildPID int `json:"child-pid"`
-	}
 	if err := json.NewDecoder(infoR).Decode(&info); err != nil || info.ChildPID <= 0 {
 		return fail(fmt.Errorf("%w (%v)", errNoInfo, err))
 	}

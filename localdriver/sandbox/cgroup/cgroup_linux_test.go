@@ -236,7 +236,20 @@ func TestNewSweepsWhatDeadPlatformsLeft(t *testing.T) {
 	}
 	t.Cleanup(func() { mustClose(t, idle) })
 
-	h, err := New(Options{Name: prefix + "new", Sweep: prefix})
+	// Only groups older than SweepAfter go: a live platform's is empty
+	// for a moment after Create.
+	if h, err := New(Options{Name: prefix + "early", Sweep: prefix}); err != nil {
+		t.Fatal(err)
+	} else {
+		mustClose(t, h)
+	}
+	for _, p := range dead.parents {
+		if _, err := os.Stat(p.dir); err != nil {
+			t.Fatalf("a group made a moment ago was swept: %v", err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	h, err := New(Options{Name: prefix + "new", Sweep: prefix, SweepAfter: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // fakeMount is where the fake cgroup2 file system is mounted.
@@ -285,6 +286,9 @@ func (f *fakeCgroup2) Rmdir(name string) error {
 	delete(n.parent.children, n.name)
 	return nil
 }
+
+// Made says every group was made long ago: the fake's sweeps take all.
+func (f *fakeCgroup2) Made(string) (time.Time, error) { return time.Time{}, nil }
 
 func (f *fakeCgroup2) Subdirs(name string) ([]string, error) {
 	f.mu.Lock()

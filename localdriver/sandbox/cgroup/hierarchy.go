@@ -32,7 +32,14 @@ type Options struct {
 	// holding a process is never touched (the kernel refuses), and a
 	// platform whose empty parent was removed makes it again on Create.
 	Sweep string
+	// SweepAfter is how long a group must have been there before a sweep
+	// removes it (DefaultSweepAfter): a live platform's group is empty only
+	// for the moment between Create and Add.
+	SweepAfter time.Duration
 }
+
+// DefaultSweepAfter is Options.SweepAfter's default.
+const DefaultSweepAfter = time.Minute
 
 // Hierarchy is where sless makes groups: its parent group in the unified
 // hierarchy (v2) or in each v1 hierarchy it uses. It is safe for concurrent use.
@@ -90,33 +97,41 @@ func open(sys host, opts Options) (*Hierarchy, error) {
 		return nil, fmt.Errorf("remove the cgroups a previous run left: %w", err)
 	}
 	if opts.Sweep != "" {
-		h.sweep(opts.Sweep)
+		if opts.SweepAfter <= 0 {
+			opts.SweepAfter = DefaultSweepAfter
+		}
+		h.sweep(opts.Sweep, time.Now().Add(-opts.SweepAfter))
 	}
 	return h, nil
 }
 
 // sweep removes the groups next to the parent whose names start with
-// prefix (other than the parent and selfLeaf) as far as they hold no process.
-func (h *Hierarchy) sweep(prefix string) {
+// prefix (other than the parent and selfLeaf) as far as they hold no process
+// and were made before made.
+func (h *Hierarchy) sweep(prefix string, made time.Time) {
 	for _, p := range h.parents {
 		at := path.Dir(p.dir)
 		siblings, _ := h.host.Subdirs(at)
 		for _, s := range siblings {
 			if strings.HasPrefix(s, prefix) && s != h.name && s != selfLeaf {
-				h.rmdirEmpty(path.Join(at, s))
+				h.rmdirEmpty(path.Join(at, s), made)
 			}
 		}
 	}
 }
 
 // rmdirEmpty removes dir and the groups below it, deepest first, as far as
-// the kernel lets it: a group with a process in it stays, with its parents.
-func (h *Hierarchy) rmdirEmpty(dir string) {
+// the kernel lets it (a group with a process in it stays, with its parents)
+// and as far as they were made before made (a group of a live platform is
+// empty for a moment after Create).
+func (h *Hierarchy) rmdirEmpty(dir string, made time.Time) {
 	subs, _ := h.host.Subdirs(dir)
 	for _, s := range subs {
-		h.rmdirEmpty(path.Join(dir, s))
+		h.rmdirEmpty(path.Join(dir, s), made)
 	}
-	_ = h.host.Rmdir(dir)
+	if at, err := h.host.Made(dir); err == nil && at.Before(made) {
+		_ = h.host.Rmdir(dir)
+	}
 }
 
 // ensureParents makes the parent groups again where they are missing (a

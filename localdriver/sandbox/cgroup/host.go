@@ -1,5 +1,7 @@
 package cgroup
 
+import "time"
+
 // host is what the package asks of the system: the files of /proc and of the
 // cgroup file systems, and SIGKILL. The real one is the kernel; the tests of
 // the cgroup2 code give a fake file system, as cgroup2 controllers cannot be
@@ -16,6 +18,8 @@ type host interface {
 	Rmdir(name string) error
 	// Subdirs lists the names of the directories in name.
 	Subdirs(name string) ([]string, error)
+	// Made returns when the group directory name was made.
+	Made(name string) (time.Time, error)
 	// Kill sends SIGKILL to pid; ESRCH when it is gone.
 	Kill(pid int) error
 	Getpid() int

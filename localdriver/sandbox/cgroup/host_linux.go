@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,6 +47,14 @@ func (kernel) Subdirs(name string) ([]string, error) {
 		}
 	}
 	return dirs, nil
+}
+
+func (kernel) Made(name string) (time.Time, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
 }
 
 func (kernel) Kill(pid int) error { return unix.Kill(pid, unix.SIGKILL) }

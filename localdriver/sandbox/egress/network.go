@@ -6,15 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/slessio/sless/domain"
 )
@@ -142,29 +138,6 @@ func (n *Network) enforce(pid int, p Policy) error {
 	return install(int(ns.Fd()), rs)
 }
 
-// inNamespace runs f on a thread that has joined the network namespace ns
-// (files under /proc/sys/net are those of the opening thread's namespace).
-func inNamespace(ns int, f func() error) error {
-	runtime.LockOSThread()
-	self, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer self.Close()
-	if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("join the sandbox's network namespace: %w", err)
-	}
-	ferr := f()
-	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
-		// The thread stays locked, so the runtime ends it with this goroutine.
-		return fmt.Errorf("return to the platform's network namespace: %w", err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
-}
-
 // waitLoopback waits until the loopback of pid's namespace is up with
 // 127.0.0.1/8 (its broadcast address is then in the routing tables): bwrap
 // sets it up while the platform configures the namespace, and slirp4netns
@@ -209,7 +182,7 @@ func (n *Network) link(pid int, hostLoopback bool) (*Link, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.ExtraFiles = []*os.File{readyW, exitR}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = slirpAttr()
 	err = cmd.Start()
 	readyW.Close()
 	exitR.Close()

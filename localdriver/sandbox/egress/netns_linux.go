@@ -1,0 +1,39 @@
+package egress
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// inNamespace runs f on a thread that has joined the network namespace ns
+// (files under /proc/sys/net are those of the opening thread's namespace).
+func inNamespace(ns int, f func() error) error {
+	runtime.LockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer self.Close()
+	if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("join the sandbox's network namespace: %w", err)
+	}
+	ferr := f()
+	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+		// The thread stays locked, so the runtime ends it with this goroutine.
+		return fmt.Errorf("return to the platform's network namespace: %w", err)
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+// slirpAttr starts slirp4netns in a process group of its own that dies with
+// the platform.
+func slirpAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
