@@ -87,6 +87,7 @@ func TestCrossNamespaceIsForbiddenAndRevealsNothing(t *testing.T) {
 		{"GET", "/functions/does-not-exist"},
 		{"GET", "/functions/secret/source"},
 		{"GET", "/functions/secret/versions"},
+		{"POST", "/functions/secret/invoke"},
 		{"PUT", "/functions/secret"},
 		{"DELETE", "/functions/secret"},
 		{"GET", "/triggers/web"},
@@ -140,6 +141,7 @@ func TestOperatorsReadEveryNamespaceButWriteOnlyTheirs(t *testing.T) {
 	// Writes: not.
 	op.do("POST", tenant.p("/functions"), map[string]any{"name": "x", "runtime": "go1.23"}).wantError(403, "FORBIDDEN", "")
 	op.do("DELETE", tenant.p("/functions/hello"), nil).wantError(403, "FORBIDDEN", "")
+	op.do("POST", tenant.p("/functions/hello/invoke"), nil).wantError(403, "FORBIDDEN", "") // running it is not reading it
 
 	// GET /v1/namespaces is for operators only.
 	var list struct {

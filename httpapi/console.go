@@ -13,8 +13,8 @@ import (
 // newConsole builds the web console on the server's store and commands.
 func (s *Server) newConsole() (*console.Console, error) {
 	return console.New(console.Config{Store: s.cfg.Store, Code: s.cfg.Code, Commands: s.cmd, Verifier: s.cfg.Verifier,
-		FunctionURL: s.functionURL, Hidden: s.hidden, RiverUI: s.cfg.RiverUI != nil, LivePoll: s.cfg.ConsoleLivePoll,
-		Logger: s.log.With("component", "console"), Now: s.cfg.Now})
+		FunctionURL: s.functionURL, Invoker: s.cfg.Proxy, Hidden: s.hidden, RiverUI: s.cfg.RiverUI != nil,
+		LivePoll: s.cfg.ConsoleLivePoll, Logger: s.log.With("component", "console"), Now: s.cfg.Now})
 }
 
 // serveConsole sends /console/ to the console, except the plain-text

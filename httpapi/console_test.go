@@ -11,9 +11,12 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/slessio/sless/httpapi"
 	"github.com/slessio/sless/httpapi/wire"
@@ -50,11 +53,35 @@ func (b *browser) do(method, path string, form url.Values, headers ...string) *h
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	for name, v := range b.cookies {
-		req.AddCookie(&http.Cookie{Name: name, Value: v})
-	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
+	}
+	return b.send(req)
+}
+
+// post sends body of contentType (a script's request) with the browser's
+// cookies and returns the answer, read whole.
+func (b *browser) post(path, contentType, body string, headers ...string) (*http.Response, []byte) {
+	b.t.Helper()
+	req, err := http.NewRequest("POST", b.base+path, strings.NewReader(body))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp := b.send(req)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp, data
+}
+
+// send sends req with the browser's cookies and keeps the ones it sets.
+func (b *browser) send(req *http.Request) *http.Response {
+	b.t.Helper()
+	for name, v := range b.cookies {
+		req.AddCookie(&http.Cookie{Name: name, Value: v})
 	}
 	resp, err := noFollow.Do(req)
 	if err != nil {
@@ -333,10 +360,19 @@ func TestConsoleLiveResumesFromLastEventID(t *testing.T) {
 		return bufio.NewReader(resp.Body), func() { cancel(); resp.Body.Close() }
 	}
 
-	// Events after the page was rendered arrive, the older ones do not.
+	// Events after the page was rendered arrive. The page's cursor is below
+	// every transaction running anywhere in the cluster when it was
+	// rendered (store.NamespaceHead), so while another test's transaction
+	// runs, the events of "before" may come again; nothing else may.
 	r, stop := open("?after="+url.QueryEscape(cursor[1]), "")
 	c.createFunction("first")
 	evs := readEvents(t, r, 1, "change")
+	for old := 0; !strings.Contains(evs[0].data, "function:"+c.ns+"/first") && old < 3; old++ {
+		if !strings.Contains(evs[0].data, `"stream":"namespace:`+c.ns+`/"`) && !strings.Contains(evs[0].data, "function:"+c.ns+"/before") {
+			break
+		}
+		evs = readEvents(t, r, 1, "change")
+	}
 	stop()
 	if !strings.Contains(evs[0].data, "function:"+c.ns+"/first") || evs[0].id == "" {
 		t.Fatalf("first event %+v", evs[0])
@@ -490,4 +526,138 @@ func TestConsoleSourceViewer(t *testing.T) {
 			t.Fatalf("%s: %d", q, status)
 		}
 	}
+}
+
+// tenantWith returns a tenant client whose token carries the extra claims
+// (name, email ...).
+func (f *fixture) tenantWith(extra map[string]any) *client {
+	c := f.tenant()
+	cl := claims(c.sub)
+	for k, v := range extra {
+		cl[k] = v
+	}
+	c.token = sign(f.t, jwt.SigningMethodHS256, testSecret, "", cl)
+	return c
+}
+
+// TestConsoleNamespacePageWording: the namespace is titled with its user's
+// name (the token's name claim, else preferred_username or email, else its
+// subject) beside its hash; cards show no comment line repeating the
+// badges; counts have their plurals; an empty namespace names a command
+// that exists.
+func TestConsoleNamespacePageWording(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	for _, tc := range []struct {
+		claims map[string]any
+		want   func(c *client) string
+	}{
+		{map[string]any{"name": "Ada <Lovelace>", "email": "ada@example.com"}, func(*client) string { return "Ada &lt;Lovelace&gt;" }},
+		{map[string]any{"preferred_username": "ada", "email": "ada@example.com"}, func(*client) string { return "ada" }},
+		{map[string]any{"email": "ada@example.com", "name": 7}, func(*client) string { return "ada@example.com" }},
+		{nil, func(c *client) string { return c.sub }},
+	} {
+		c := f.tenantWith(tc.claims)
+		b := newBrowser(t, f)
+		b.signIn(c.token)
+		_, body := b.page("/console/" + c.ns)
+		want := tc.want(c)
+		if !strings.Contains(body, `id="ns-owner">`+want+`</span>`) || !strings.Contains(body, `id="ns-id" title="namespace">`+c.ns+`</code>`) ||
+			!strings.Contains(body, `id="who" title="signed in as `+c.sub+`">`+want+`<`) || !strings.Contains(body, "<title>"+want+" · "+c.ns) {
+			t.Fatalf("claims %v: the page is not titled %q beside %s:\n%s", tc.claims, want, c.ns, body)
+		}
+		if !strings.Contains(body, "Deploy one with <code>sless fn deploy</code>") || strings.Contains(body, "sless deploy<") {
+			t.Fatalf("the empty namespace names a command that does not exist:\n%s", body)
+		}
+	}
+
+	c := f.tenant()
+	c.createFunction("busy")
+	c.createFunction("quiet")
+	c.do("POST", c.p("/triggers"), map[string]any{"name": "web", "type": "http", "function": "busy"}).want(201)
+	w := f.store.NewInvocationWriter(store.InvocationWriterOptions{})
+	w.Record(store.Invocation{Namespace: c.ns, Function: "busy", Trigger: store.InvocationHTTP, Status: 500, StartedAt: time.Now().Add(-time.Minute)})
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, f)
+	b.signIn(c.token)
+	_, body := b.page("/console/" + c.ns)
+	for _, want := range []string{"last 24 hours: 1 invocation, 1 error<", "last 24 hours: 0 invocations, 0 errors<", ": 1 invocation, 1 error</title>", "2 functions: "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	for _, wrong := range []string{"1 invocations", "1 errors", `class="comment"`, "# HTTP endpoint", "# Job/runner"} {
+		if strings.Contains(body, wrong) {
+			t.Errorf("the page says %q", wrong)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("the namespace page:\n%s", body)
+	}
+}
+
+// TestConsoleBuildFailureAndActivate: a newer version whose build failed is
+// shown as "last build failed: v2 — <first line>" on the card and the page
+// while the phase stays Ready (the active version serves); a function whose
+// only build failed shows it once, as its Failed phase's message. A built
+// version newer than the active one is offered as "Activate", an older one
+// as "Rollback".
+func TestConsoleBuildFailureAndActivate(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := f.tenant()
+	c.createFunction("web")
+	for n := 1; n <= 3; n++ {
+		c.upload("web", handlerZip(t, strconv.Itoa(n))).want(202)
+		f.build(c.ns, "web", n, "")
+	}
+	c.do("POST", c.p("/functions/web/rollback"), map[string]any{"version": 2}).want(200)
+	c.upload("web", handlerZip(t, "4")).want(202)
+	f.build(c.ns, "web", 4, "SyntaxError: invalid syntax (handler.py, line 2)\n  return 4 +\n         ^")
+	c.createFunction("broken")
+	c.upload("broken", handlerZip(t, "5")).want(202)
+	f.build(c.ns, "broken", 1, "ModuleNotFoundError: No module named 'nope'")
+
+	b := newBrowser(t, f)
+	b.signIn(c.token)
+	_, body := b.page("/console/" + c.ns)
+	card := between(t, body, `id="fn-web"`, `</article>`)
+	if !strings.Contains(card, `data-phase="Ready"`) || !strings.Contains(card, "last build failed: v4 — SyntaxError: invalid syntax (handler.py, line 2)<") ||
+		strings.Contains(card, "return 4 +") {
+		t.Fatalf("the card of web:\n%s", card)
+	}
+	broken := between(t, body, `id="fn-broken"`, `</article>`)
+	if !strings.Contains(broken, `data-phase="Failed"`) || strings.Count(broken, "No module named") != 1 || strings.Contains(broken, "last build failed") {
+		t.Fatalf("the card of broken:\n%s", broken)
+	}
+
+	_, body = b.page("/console/" + c.ns + "/functions/web")
+	if !strings.Contains(body, `id="phase" data-phase="Ready"`) || !strings.Contains(body, `id="fn-build-failure">last build failed: v4 — SyntaxError`) {
+		t.Fatalf("the page of web:\n%s", body)
+	}
+	for n, want := range map[int]string{1: ">Rollback</button>", 3: ">Activate</button>", 4: "", 2: ""} {
+		row := between(t, body, `id="version-`+strconv.Itoa(n)+`"`, `</tr>`)
+		switch {
+		case want == "" && strings.Contains(row, "<button"):
+			t.Errorf("version %d (active or failed) offers %s", n, row)
+		case want != "" && !strings.Contains(row, want):
+			t.Errorf("version %d: want %s in %s", n, want, row)
+		}
+	}
+}
+
+// between is the part of s from the first start to the next end.
+func between(t *testing.T, s, start, end string) string {
+	t.Helper()
+	i := strings.Index(s, start)
+	if i < 0 {
+		t.Fatalf("no %s in:\n%s", start, s)
+	}
+	j := strings.Index(s[i:], end)
+	if j < 0 {
+		t.Fatalf("no %s after %s", end, start)
+	}
+	return s[i : i+j]
 }

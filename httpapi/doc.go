@@ -4,7 +4,10 @@
 // error → status table, the human function listing, the OpenAPI document and
 // the health probes, and the invocation log queries (invocation.go). The
 // public invoke path /fn/{ns}/{name}/... is httpapi/proxy, which Config.Proxy
-// mounts ahead of the router (no token, no API middleware); Config.Metrics is
+// mounts ahead of the router (no token, no API middleware); the owner's
+// POST .../functions/{name}/invoke (invoke.go) and the console's invoke
+// panel go through the same proxy's Invoke once the token (or session)
+// authorised them, so every call of a function takes one path; Config.Metrics is
 // served at /metrics to operators, and QueueDepthCollector adds River's queue
 // depths to it. The console comes later, through Server.Echo.
 //
@@ -26,7 +29,9 @@
 // (200 when identical to the active version); a job whose run_id grows 202.
 // A trigger or job naming a function that does not exist is 422 with field
 // "function": the request is well-formed, the URL right, but it refers to
-// nothing.
+// nothing. An invoke answers the function's own status; the platform's
+// errors on that route also carry X-Sless-Error, and a function without a
+// built version is 409.
 //
 // httpapi may import domain, store (and store/codestore), httpapi/command,
 // httpapi/auth, httpapi/wire and Prometheus' client; the job kinds of workers

@@ -41,6 +41,9 @@ type apiRoute struct {
 	Response     any // a value of the JSON answer type; nil for no body
 	TextAndHTML  bool
 	TextOnly     bool // the answer is text/plain only (Response is nil)
+	// Passthrough: the body is any content, for a function, and the answer
+	// is the function's own (any status, type and body).
+	Passthrough bool
 }
 
 type queryParam struct {
@@ -68,7 +71,11 @@ var apiRoutes = []apiRoute{
 	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/versions/:version", Summary: "One version with its build log", Tag: "versions", Access: tenant, Status: 200, Response: wire.Version{}},
 	{Method: "POST", Path: "/v1/namespaces/:ns/functions/:name/rollback", Summary: "Make a successfully built version active again, with its configuration and without a rebuild (200); 202 when its build job was lost and is queued again", Tag: "versions", Access: tenant, Request: wire.RollbackRequest{}, Status: 200, Response: wire.Function{}},
 
-	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/invocations", Summary: "The invocation log of a function (HTTP, cron, job), newest first, in pages", Tag: "invocations", Access: tenant, Query: invocationQuery, Status: 200, Response: wire.InvocationList{}},
+	{Method: "POST", Path: "/v1/namespaces/:ns/functions/:name/invoke", Summary: "Invoke the function synchronously, with or without a trigger (one stopped or absent starts on demand): " +
+		"the body is its event (JSON, or any body as its HTTP wrapper takes it), the answer is the function's status, headers and body, as /fn would give them (X-Sless-Invocation-Id names the record, trigger kind api). " +
+		"The token is not passed to the function. Errors of the platform carry X-Sless-Error: 404 no such function, 409 no built version, 413 body over the limit, 429 at max_concurrency, 503 could not start, 504 past timeout_sec, 502 no answer",
+		Tag: "invocations", Access: tenant, Passthrough: true, Status: 200},
+	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/invocations", Summary: "The invocation log of a function (HTTP, API invoke, cron, job), newest first, in pages", Tag: "invocations", Access: tenant, Query: invocationQuery, Status: 200, Response: wire.InvocationList{}},
 	{Method: "GET", Path: "/v1/namespaces/:ns/functions/:name/invocations/:id", Summary: "One invocation with the function's log of it", Tag: "invocations", Access: tenant, Status: 200, Response: wire.InvocationDetail{}},
 
 	{Method: "GET", Path: "/v1/namespaces/:ns/triggers", Summary: "List triggers", Tag: "triggers", Access: tenant, Query: []queryParam{{"function", "string", "only this function's triggers"}}, Status: 200, Response: wire.TriggerList{}},
@@ -140,6 +147,9 @@ func buildOpenAPI(routes []apiRoute) obj {
 		switch {
 		case r.Request != nil:
 			op["requestBody"] = obj{"required": true, "content": obj{"application/json": obj{"schema": sg.ref(reflect.TypeOf(r.Request))}}}
+		case r.Passthrough:
+			op["requestBody"] = obj{"required": false, "description": "the function's event",
+				"content": obj{"*/*": obj{"schema": obj{"description": "any body; JSON is the common case"}}}}
 		case r.Multipart:
 			op["requestBody"] = obj{"required": true, "content": obj{"multipart/form-data": obj{"schema": obj{
 				"type": "object", "required": []string{"code"},
@@ -156,6 +166,11 @@ func buildOpenAPI(routes []apiRoute) obj {
 		}
 		if r.TextOnly {
 			ok["content"] = obj{"text/plain": obj{"schema": obj{"type": "string"}}}
+		}
+		if r.Passthrough {
+			ok["description"] = "the function's answer, with its own status (any: a status of 400 or more without X-Sless-Error is the function's)"
+			ok["content"] = obj{"*/*": obj{"schema": obj{"description": "the function's body"}}}
+			ok["headers"] = obj{"X-Sless-Invocation-Id": obj{"description": "the id of the invocation record", "schema": obj{"type": "string"}}}
 		}
 		op["responses"] = obj{
 			strconv.Itoa(r.Status): ok,

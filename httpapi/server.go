@@ -55,8 +55,10 @@ type Config struct {
 	// RiverUI, when set, is mounted at /riverui/ for operators only.
 	RiverUI http.Handler
 	// Proxy, when set, serves every path below /fn/ (the public invoke path,
-	// no token; see httpapi/proxy), ahead of the API router.
-	Proxy http.Handler
+	// no token; see httpapi/proxy), ahead of the API router, and the
+	// owner's invoke of the API and the console; without it those answer
+	// EUNAVAILABLE.
+	Proxy FunctionProxy
 	// Metrics, when set, is served at GET /metrics for operators only (a
 	// Prometheus scrape with an admin token: the series name tenants'
 	// functions), e.g. promhttp.HandlerFor(registry, promhttp.HandlerOpts{}).
@@ -74,6 +76,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock of domain commands; nil means time.Now.
 	Now func() time.Time
+}
+
+// FunctionProxy is the invoke path of functions (httpapi/proxy's *Proxy):
+// ServeHTTP serves the public /fn/ path; Invoke calls a function for its
+// authenticated owner and writes the function's answer, returning an error
+// (having written nothing) when the function does not exist.
+type FunctionProxy interface {
+	http.Handler
+	Invoke(w http.ResponseWriter, r *http.Request, namespace, function string, kind store.TriggerKind) error
 }
 
 // Server is the HTTP API of sless. Its Handler serves /v1, /healthz, /readyz
@@ -231,6 +242,7 @@ func (s *Server) newEcho() *echo.Echo {
 	s.registerVersionRoutes(g)
 	s.registerTriggerRoutes(g)
 	s.registerJobRoutes(g)
+	s.registerInvokeRoutes(g)
 	s.registerInvocationRoutes(g)
 	s.registerEventRoutes(g)
 	return e

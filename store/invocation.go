@@ -27,6 +27,9 @@ const (
 	InvocationHTTP TriggerKind = TriggerKind(domain.TriggerHTTP) // a request through the /fn/ proxy
 	InvocationCron TriggerKind = TriggerKind(domain.TriggerCron) // a cron slot
 	InvocationJob  TriggerKind = "job"                           // a one-shot job run
+	// InvocationAPI is a call by the function's owner through the API's
+	// POST .../functions/{name}/invoke or the console: no trigger needed.
+	InvocationAPI TriggerKind = "api"
 )
 
 // Invocation is one recorded call of a function. Status is the HTTP status
@@ -230,17 +233,21 @@ func (s *Store) GetInvocation(ctx context.Context, ns, function string, id uuid.
 	return inv, dbError("get invocation", err)
 }
 
-// LastInvocationEnd returns when the newest invocation of a function by
-// trigger, started after since, ended; zero when there is none. The proxy of
-// each replica asks it before scaling a function to zero, so traffic served
-// by another replica keeps the function up.
+// LastInvocationEnd returns when the newest invocation of a function by one
+// of the trigger kinds, started after since, ended; zero when there is none.
+// The proxy of each replica asks it before scaling a function to zero, so
+// traffic served by another replica keeps the function up.
 //
 // Errors: EUNAVAILABLE, EINTERNAL.
-func (s *Store) LastInvocationEnd(ctx context.Context, ns, function string, trigger TriggerKind, since time.Time) (time.Time, error) {
+func (s *Store) LastInvocationEnd(ctx context.Context, ns, function string, since time.Time, kinds ...TriggerKind) (time.Time, error) {
 	var ended time.Time
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
 	err := s.pool.QueryRow(ctx, `SELECT ended_at FROM invocations
-		WHERE namespace = $1 AND function = $2 AND started_at > $3 AND trigger_kind = $4
-		ORDER BY started_at DESC LIMIT 1`, ns, function, since, string(trigger)).Scan(&ended)
+		WHERE namespace = $1 AND function = $2 AND started_at > $3 AND trigger_kind = ANY($4)
+		ORDER BY started_at DESC LIMIT 1`, ns, function, since, names).Scan(&ended)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, nil
 	}

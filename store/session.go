@@ -23,6 +23,10 @@ type Session struct {
 	CSRF      string // a random token the console's forms must send back
 	CreatedAt time.Time
 	ExpiresAt time.Time
+
+	// Name is how the user is called on the console's pages ("" when the
+	// token said nothing but its subject); it authorises nothing.
+	Name string
 }
 
 // sessionBytes is the size of a session id and of a CSRF token before
@@ -60,28 +64,29 @@ func sessionKey(id string) (key []byte, ok bool) {
 	return sum[:], true
 }
 
-// CreateSession starts a console session for subject in namespace, valid
-// until expiresAt, and returns its id (the cookie's value: 32 random bytes,
-// base64url without padding) with the session and its CSRF token. Only the
+// CreateSession starts a console session for subject (called name, which
+// may be "") in namespace, valid until expiresAt, and returns its id (the
+// cookie's value: 32 random bytes, base64url without padding) with the
+// session and its CSRF token. Only the
 // id's SHA-256 is stored. It also deletes the sessions that expired more
 // than an hour ago, so the table does not grow without a cleanup job.
 //
 // Errors: EINVALID (expiresAt not in the future, by the database's clock),
 // EUNAVAILABLE, EINTERNAL.
-func (s *Store) CreateSession(ctx context.Context, subject, namespace string, admin bool, expiresAt time.Time) (string, Session, error) {
+func (s *Store) CreateSession(ctx context.Context, subject, name, namespace string, admin bool, expiresAt time.Time) (string, Session, error) {
 	raw, id := randomToken()
 	key := sha256.Sum256(raw)
 	_, csrf := randomToken()
-	sess := Session{Subject: subject, Namespace: namespace, Admin: admin, CSRF: csrf}
+	sess := Session{Subject: subject, Name: name, Namespace: namespace, Admin: admin, CSRF: csrf}
 	// The database's clock decides expiry everywhere (GetSession too), so
 	// replicas with skewed clocks agree on it.
 	err := s.pool.QueryRow(ctx, `WITH cleanup AS (
 			DELETE FROM console_sessions WHERE expires_at < now() - interval '1 hour'
 		)
-		INSERT INTO console_sessions (id_hash, subject, namespace, admin, csrf, created_at, expires_at)
-		SELECT $1::bytea, $2::text, $3::text, $4::bool, $5::text, now(), $6::timestamptz WHERE $6 > now()
+		INSERT INTO console_sessions (id_hash, subject, name, namespace, admin, csrf, created_at, expires_at)
+		SELECT $1::bytea, $2::text, $3::text, $4::text, $5::bool, $6::text, now(), $7::timestamptz WHERE $7 > now()
 		RETURNING created_at, expires_at`,
-		key[:], subject, namespace, admin, csrf, expiresAt).Scan(&sess.CreatedAt, &sess.ExpiresAt)
+		key[:], subject, name, namespace, admin, csrf, expiresAt).Scan(&sess.CreatedAt, &sess.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", Session{}, domain.Errorf(domain.EINVALID, "session expiry %s is not in the future", expiresAt.UTC().Format(time.RFC3339))
 	}
@@ -103,9 +108,9 @@ func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
 		return Session{}, sessionNotFound()
 	}
 	var sess Session
-	err := s.pool.QueryRow(ctx, `SELECT subject, namespace, admin, csrf, created_at, expires_at FROM console_sessions
+	err := s.pool.QueryRow(ctx, `SELECT subject, name, namespace, admin, csrf, created_at, expires_at FROM console_sessions
 		WHERE id_hash = $1 AND expires_at > now()`, key).
-		Scan(&sess.Subject, &sess.Namespace, &sess.Admin, &sess.CSRF, &sess.CreatedAt, &sess.ExpiresAt)
+		Scan(&sess.Subject, &sess.Name, &sess.Namespace, &sess.Admin, &sess.CSRF, &sess.CreatedAt, &sess.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Session{}, sessionNotFound()
 	}

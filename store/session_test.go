@@ -32,7 +32,7 @@ func sessionKey(t *testing.T, id string) []byte {
 
 func mustCreateSession(t *testing.T, s *store.Store, subject, ns string, admin bool, expires time.Time) (string, store.Session) {
 	t.Helper()
-	id, sess, err := s.CreateSession(context.Background(), subject, ns, admin, expires)
+	id, sess, err := s.CreateSession(context.Background(), subject, "Name of "+subject, ns, admin, expires)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestSessionLifecycle(t *testing.T) {
 	if !sessionToken.MatchString(id) || !sessionToken.MatchString(created.CSRF) || id == created.CSRF {
 		t.Fatalf("id %q and CSRF %q: want two different 43-character base64url tokens", id, created.CSRF)
 	}
-	if created.Subject != "alice" || created.Namespace != ns || !created.Admin ||
+	if created.Subject != "alice" || created.Name != "Name of alice" || created.Namespace != ns || !created.Admin ||
 		!created.ExpiresAt.Equal(expires.Truncate(time.Microsecond)) || time.Since(created.CreatedAt).Abs() > time.Minute {
 		t.Fatalf("created %+v", created)
 	}
@@ -147,7 +147,7 @@ func TestCreateSessionRefusesPastExpiry(t *testing.T) {
 	pool := pgtest.NewDB(t)
 	s := setupOn(t, pool)
 	for _, at := range []time.Time{{}, time.Now().Add(-time.Second), time.Now()} {
-		_, _, err := s.CreateSession(ctx, "alice", testutil.UniqueNS(t), false, at)
+		_, _, err := s.CreateSession(ctx, "alice", "", testutil.UniqueNS(t), false, at)
 		testutil.RequireCode(t, err, domain.EINVALID)
 	}
 	var n int

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/client"
 	"github.com/slessio/sless/internal/browsertest"
 	"github.com/slessio/sless/internal/testutil"
@@ -65,7 +66,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	tok := mint("console-user", false)
+	key, err := auth.LoadOrCreateKey(dev.dataDir)
+	must(err)
+	tok, err := auth.Mint(key, "console-user", time.Hour, map[string]any{"name": "Console User"})
+	must(err)
 	c, err := client.New(base, tok)
 	must(err)
 	ns := c.Namespace()
@@ -90,6 +94,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	_, err = c.CreateFunction(ctx, client.CreateFunctionRequest{Name: "broken", Runtime: "python3.11"})
 	must(err)
 	_, err = c.Upload(ctx, "broken", ziptest.Files(t, map[string]string{"handler.py": "raise Exception(\"" + xssMessage + "\")\n"}))
+	must(err)
+	// A job-only function (no trigger) and one whose URL is as long as a name allows.
+	_, err = c.CreateFunction(ctx, client.CreateFunctionRequest{Name: "batch", Runtime: "python3.11"})
+	must(err)
+	_, err = c.Upload(ctx, "batch", ziptest.Files(t, map[string]string{"handler.py": "def handle(event):\n    return {'hello': event.get('name')}\n"}))
+	must(err)
+	long := "long-" + strings.Repeat("x", 58)
+	_, err = c.CreateFunction(ctx, client.CreateFunctionRequest{Name: long, Runtime: "python3.11"})
+	must(err)
+	_, err = c.CreateTrigger(ctx, client.CreateTriggerRequest{Name: "long-web", Type: "http", Function: long})
 	must(err)
 	fnURL := base + "/fn/" + ns + "/hello"
 	if body := get(t, fnURL); !strings.Contains(body, `"v":2`) {
@@ -143,9 +157,34 @@ func TestConsoleInBrowser(t *testing.T) {
 		waitText(t, "#signin-error", "token")
 		run(t, chromedp.SetValue(chromedp.CSS("#token"), tok), chromedp.Click(chromedp.CSS("#signin")),
 			chromedp.WaitVisible(chromedp.CSS("#fn-hello")))
-		waitText(t, "#summary", "2 functions")
+		waitText(t, "#summary", "4 functions")
 		waitText(t, "#fn-broken [data-phase]", "Failed")
 		waitText(t, "#fn-hello .url", "/fn/"+ns+"/hello")
+	})
+	step("the namespace is titled with the user's name; cards do not repeat their badges", func(t *testing.T) {
+		waitText(t, "#ns-owner", "Console User")
+		waitText(t, "#ns-id", ns)
+		if card := eval(t, `document.querySelector("#fn-hello").innerText`); strings.Contains(card, "# HTTP endpoint") {
+			t.Fatalf("the card repeats its badges in a comment line:\n%s", card)
+		}
+	})
+	step("a long URL keeps its Copy button in place", func(t *testing.T) {
+		// The button stays on the URL's line, inside the card, at a desktop's and a phone's width.
+		layout := `(() => {
+			const dd = document.querySelector("#fn-` + long + ` dd.url");
+			const a = dd.querySelector("a").getBoundingClientRect(), b = dd.querySelector("button.copy").getBoundingClientRect();
+			const card = dd.closest(".card").getBoundingClientRect(), row = dd.getBoundingClientRect();
+			const mid = (r) => (r.top + r.bottom) / 2;
+			return [row.height <= b.height + 4, Math.abs(mid(a) - mid(b)) < 4, b.right <= card.right, b.left > a.left].join(" ") +
+				" | row " + row.height + " button " + b.height + " link " + JSON.stringify(a) + " button " + JSON.stringify(b) + " card " + JSON.stringify(card);
+		})()`
+		for _, width := range []int64{1280, 390} {
+			run(t, chromedp.EmulateViewport(width, 900), chromedp.Navigate(base+"/console/"+ns), chromedp.WaitVisible(chromedp.CSS("#fn-"+long+" button.copy")))
+			if got := eval(t, layout); !strings.HasPrefix(got, "true true true true |") {
+				t.Fatalf("at %d px the Copy button moved with the URL: %s", width, got)
+			}
+		}
+		run(t, chromedp.EmulateReset())
 	})
 	step("stop and start a trigger; the state persists", func(t *testing.T) {
 		run(t, chromedp.Click(chromedp.CSS("#fn-hello #trigger-web button.toggle")))
@@ -196,8 +235,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		waitText(t, "#code", "alert('source')") // shown as text
 	})
 	step("roll back; the active version and the response change", func(t *testing.T) {
+		waitText(t, "#version-1 button.rollback", "Rollback")
 		run(t, chromedp.Click(chromedp.CSS("#version-1 button.rollback")))
 		waitText(t, "#active-version", "v1")
+		waitText(t, "#version-2 button.rollback", "Activate") // newer than the active one
 		testutil.WaitFor(t, 60*time.Second, func() bool { return strings.Contains(get(t, fnURL), `"v":1`) })
 	})
 	step("a build goes to Ready without a reload", func(t *testing.T) {
@@ -213,16 +254,32 @@ func TestConsoleInBrowser(t *testing.T) {
 		serving(3)
 	})
 	step("invoke from the panel", func(t *testing.T) {
-		run(t, chromedp.SetValue(chromedp.CSS("#invoke-path"), "/from-panel"), chromedp.Click(chromedp.CSS("#invoke-send")))
+		run(t, chromedp.SetValue(chromedp.CSS("#invoke-body"), `{"from": "panel"}`), chromedp.Click(chromedp.CSS("#invoke-send")))
 		waitText(t, "#invoke-status", "200")
 		waitText(t, "#invoke-body-out", `"v":3`)
 		waitText(t, "#invoke-duration", "ms")
 	})
 	step("expand an invocation and read its output", func(t *testing.T) {
-		waitText(t, "#invocations", "/from-panel") // arrives live
+		waitText(t, "#invocations", "api") // arrives live
 		run(t, chromedp.Click(chromedp.CSS("#invocations details.inv summary")))
 		waitText(t, "#invocations details.inv[open] .output", "log-from-v3")
 		screenshot(t, b, "console-function.png")
+	})
+	step("invoke a function without a trigger from the panel", func(t *testing.T) {
+		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		defer cancel()
+		_, err := c.WaitServing(wctx, "batch", 1, 200*time.Millisecond, nil)
+		must(err)
+		run(t, chromedp.Navigate(base+"/console/"+ns+"/functions/batch"), chromedp.WaitVisible(chromedp.CSS("#invoke-send")),
+			chromedp.SetValue(chromedp.CSS("#invoke-body"), `{"name": "panel"}`), chromedp.Click(chromedp.CSS("#invoke-send")))
+		waitText(t, "#invoke-status", "200")
+		waitText(t, "#invoke-body-out", `"hello":"panel"`)
+		waitText(t, "#invocations", "api")
+		run(t, chromedp.Click(chromedp.CSS("#invoke-record")))
+		waitText(t, "#inv-output", "(no output captured)")
+		run(t, chromedp.Navigate(base+"/console/"+ns))
+		waitText(t, "#fn-batch figcaption", "last 24 hours: 1 invocation, 0 errors")
+		run(t, chromedp.Navigate(base+"/console/"+ns+"/functions/hello"), chromedp.WaitVisible(chromedp.CSS("#env")))
 	})
 	step("XSS payloads are inert", func(t *testing.T) {
 		waitText(t, "#env", xssEnv)

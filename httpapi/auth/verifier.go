@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -67,6 +69,34 @@ type Principal struct {
 	Admin bool
 	// ExpiresAt is the token's exp claim.
 	ExpiresAt time.Time
+	// Name is how the caller is called, for people (the console): the
+	// token's name, preferred_username or email claim, the first that is a
+	// non-empty string; "" when none is. It authorises nothing.
+	Name string
+}
+
+// DisplayName is p's Name, else its Subject.
+func (p Principal) DisplayName() string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.Subject
+}
+
+// maxNameBytes bounds Principal.Name.
+const maxNameBytes = 200
+
+// nameOf is the Name of claims: the first of the name claims that is a
+// non-empty string, on one line, at most maxNameBytes.
+func nameOf(claims jwt.MapClaims) string {
+	for _, k := range []string{"name", "preferred_username", "email"} {
+		v, _ := claims[k].(string)
+		v = strings.Join(strings.FieldsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+		if v != "" {
+			return domain.Truncate(v, maxNameBytes)
+		}
+	}
+	return ""
 }
 
 // Verifier checks Bearer tokens. It is safe for concurrent use.
@@ -191,7 +221,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 		return Principal{}, unauthorized("token has no exp claim")
 	}
 	admin, _ := claims[v.adminClaim].(bool)
-	return Principal{Subject: sub, Namespace: Namespace(sub), Admin: admin, ExpiresAt: exp.Time}, nil
+	return Principal{Subject: sub, Namespace: Namespace(sub), Admin: admin, ExpiresAt: exp.Time, Name: nameOf(claims)}, nil
 }
 
 // key returns the verification key for t. The parser has already pinned the

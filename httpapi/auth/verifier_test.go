@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -312,5 +313,41 @@ func TestBearerToken(t *testing.T) {
 		if err != nil || got != want {
 			t.Fatalf("BearerToken(%q) = %q, %v; want %q", header, got, err, want)
 		}
+	}
+}
+
+// TestVerify_Name: the Principal's Name is the token's name, else
+// preferred_username, else email claim (the first non-empty string), on
+// one line and bounded; DisplayName falls back to the subject.
+func TestVerify_Name(t *testing.T) {
+	t.Parallel()
+	v, clock, _ := setupVerifier(t, nil)
+	long := strings.Repeat("é", 300)
+	for _, tc := range []struct {
+		kv   []any
+		want string
+	}{
+		{[]any{"name", "Ada Lovelace", "preferred_username", "ada", "email", "ada@example.com"}, "Ada Lovelace"},
+		{[]any{"name", "  ", "preferred_username", "ada", "email", "ada@example.com"}, "ada"},
+		{[]any{"name", 42, "email", "ada@example.com"}, "ada@example.com"},
+		{[]any{"name", "Ada\r\nSet-Cookie: x\t Lovelace"}, "Ada Set-Cookie: x Lovelace"},
+		{nil, ""},
+	} {
+		tok := sign(t, jwt.SigningMethodHS256, testSecret, "", with(baseClaims(clock.Now()), tc.kv...))
+		p, err := v.Verify(context.Background(), tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := tc.want
+		if want == "" {
+			want = p.Subject
+		}
+		if p.Name != tc.want || p.DisplayName() != want {
+			t.Errorf("claims %v: name %q, display %q; want %q", tc.kv, p.Name, p.DisplayName(), tc.want)
+		}
+	}
+	tok := sign(t, jwt.SigningMethodHS256, testSecret, "", with(baseClaims(clock.Now()), "name", long))
+	if p, err := v.Verify(context.Background(), tok); err != nil || len(p.Name) > 200 || !utf8.ValidString(p.Name) {
+		t.Fatalf("a long name: %q (%d bytes), %v", p.Name, len(p.Name), err)
 	}
 }

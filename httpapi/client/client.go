@@ -126,32 +126,12 @@ func (c *Client) doJSON(ctx context.Context, r routeID, in, out any, params ...s
 // response (its body already read and closed) for the status and headers;
 // an answer of 400 or more is an *Error.
 func (c *Client) do(ctx context.Context, cl call) (*http.Response, error) {
-	rt := routes[cl.route]
-	path, err := rt.expand(append([]string{c.namespace}, cl.params...), cl.query)
+	res, path, err := c.send(ctx, cl)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, rt.Method, c.baseURL+path, cl.body)
-	if err != nil {
-		return nil, fmt.Errorf("sless client: %w", err)
-	}
-	accept := "application/json"
-	if cl.accept != "" {
-		accept = cl.accept
-	}
-	req.Header.Set("Accept", accept)
-	req.Header.Set("User-Agent", c.userAgent)
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	if cl.contentType != "" {
-		req.Header.Set("Content-Type", cl.contentType)
-	}
-	res, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("sless client: %s %s: %w", rt.Method, path, err)
-	}
 	defer res.Body.Close()
+	rt := routes[cl.route]
 	if res.StatusCode >= 400 {
 		return nil, readError(res)
 	}
@@ -173,6 +153,43 @@ func (c *Client) do(ctx context.Context, cl call) (*http.Response, error) {
 	}
 	return res, nil
 }
+
+// send sends cl and returns the response, whatever its status (the caller
+// closes its body), and the path it went to. cl.accept "" asks for JSON.
+func (c *Client) send(ctx context.Context, cl call) (*http.Response, string, error) {
+	rt := routes[cl.route]
+	path, err := rt.expand(append([]string{c.namespace}, cl.params...), cl.query)
+	if err != nil {
+		return nil, "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, rt.Method, c.baseURL+path, cl.body)
+	if err != nil {
+		return nil, "", fmt.Errorf("sless client: %w", err)
+	}
+	switch cl.accept {
+	case "":
+		req.Header.Set("Accept", "application/json")
+	case anyType:
+	default:
+		req.Header.Set("Accept", cl.accept)
+	}
+	req.Header.Set("User-Agent", c.userAgent)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if cl.contentType != "" {
+		req.Header.Set("Content-Type", cl.contentType)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("sless client: %s %s: %w", rt.Method, path, err)
+	}
+	return res, path, nil
+}
+
+// anyType as a call's accept sends no Accept header: the answer is not the
+// API's but a function's, in whatever type it likes.
+const anyType = "-"
 
 // Ptr returns a pointer to v, for the optional fields of UpdateFunctionRequest
 // and CreateTriggerRequest.

@@ -30,6 +30,7 @@ func TestClient(t *testing.T) {
 		{"Triggers", testTriggers},
 		{"Jobs", testJobs},
 		{"Invocations", testInvocations},
+		{"Invoke", testInvoke},
 		{"Events", testEvents},
 		{"Unauthorized", testUnauthorized},
 	} {

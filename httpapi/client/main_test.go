@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/slessio/sless/httpapi/apitest"
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/client"
+	"github.com/slessio/sless/httpapi/proxy"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -33,10 +36,14 @@ var testSecret = []byte("client-test-secret-0123456789abcdef")
 // fixture is the real API (httpapi.New) on real PostgreSQL and a real S3
 // server, with an insert-only River client: nothing builds or runs, so tests
 // record build outcomes with the store as a worker would (build).
+//
+// Its function proxy starts a function by asking upstreams (Invoke's tests
+// serve functions with Go test servers).
 type fixture struct {
-	url   string
-	store *store.Store
-	calls *recorder
+	url       string
+	store     *store.Store
+	calls     *recorder
+	upstreams *upstreams
 }
 
 func setup(t *testing.T) *fixture {
@@ -45,11 +52,42 @@ func setup(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ups := &upstreams{}
 	srv := apitest.Start(t, func(cfg *httpapi.Config) {
 		cfg.Verifier, cfg.ExternalURL, cfg.RateLimit = verifier, externalURL, -1
+		p, err := proxy.New(proxy.Config{Store: cfg.Store, Invocations: cfg.Store.NewInvocationWriter(store.InvocationWriterOptions{FlushInterval: 10 * time.Millisecond}),
+			Scaler: ups, IdleTimeout: -1, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close(context.Background()) })
+		cfg.Proxy = p
 	})
-	return &fixture{url: srv.URL, store: srv.Store, calls: &recorder{}}
+	return &fixture{url: srv.URL, store: srv.Store, calls: &recorder{}, upstreams: ups}
 }
+
+// upstreams is a proxy.Scaler whose functions are Go test servers: Wake
+// returns the one serve registered for the function.
+type upstreams struct{ m sync.Map }
+
+// serve makes h the function ns/name, started when the proxy wakes it.
+func (u *upstreams) serve(t *testing.T, ns, name string, h http.Handler) {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	u.m.Store(ns+"/"+name, srv.URL)
+}
+
+func (u *upstreams) Wake(_ context.Context, ns, name string) (string, error) {
+	if v, ok := u.m.Load(ns + "/" + name); ok {
+		return v.(string), nil
+	}
+	return "", domain.Errorf(domain.EUNPROCESSABLE, "no test server for %s/%s", ns, name)
+}
+
+func (u *upstreams) Sleep(context.Context, string, string) error { return nil }
 
 // tenant returns a client for a fresh namespace and the token's subject; its
 // requests are recorded in f.calls.

@@ -32,6 +32,7 @@ const (
 	routeListVersions
 	routeGetVersion
 	routeRollback
+	routeInvoke
 	routeListInvocations
 	routeGetInvocation
 	routeListTriggers
@@ -63,6 +64,8 @@ var routes = [numRoutes]route{
 	routeListVersions:   {Method: "GET", Path: "/v1/namespaces/{ns}/functions/{name}/versions"},
 	routeGetVersion:     {Method: "GET", Path: "/v1/namespaces/{ns}/functions/{name}/versions/{version}"},
 	routeRollback:       {Method: "POST", Path: "/v1/namespaces/{ns}/functions/{name}/rollback"},
+
+	routeInvoke: {Method: "POST", Path: "/v1/namespaces/{ns}/functions/{name}/invoke"},
 
 	routeListInvocations: {Method: "GET", Path: "/v1/namespaces/{ns}/functions/{name}/invocations",
 		Query: []string{"since", "until", "status", "limit", "cursor"}},

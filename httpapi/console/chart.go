@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slessio/sless/httpapi/listing"
 	"github.com/slessio/sless/store"
 )
 
@@ -49,8 +50,13 @@ func newChart(buckets []store.InvocationBucket, since time.Time) chart {
 		h := float64(b.Count) / float64(peak) * chartHeight
 		eh := float64(b.Errors) / float64(peak) * chartHeight
 		ch.Bars = append(ch.Bars, bar{X: float64(i * chartBarStep), Y: chartHeight - h, H: h, EY: chartHeight - eh, EH: eh,
-			W: chartBarWidth, Title: fmt.Sprintf("%s: %d invocations, %d errors", start.UTC().Format("Jan 2 15:04 UTC"), b.Count, b.Errors)})
+			W: chartBarWidth, Title: start.UTC().Format("Jan 2 15:04 UTC") + ": " + counts(b.Count, b.Errors)})
 	}
-	ch.Label = fmt.Sprintf("last 24 hours: %d invocations, %d errors", ch.Total, ch.Errors)
+	ch.Label = "last 24 hours: " + counts(ch.Total, ch.Errors)
 	return ch
+}
+
+// counts says "1 invocation, 2 errors".
+func counts(calls, errors int) string {
+	return fmt.Sprintf("%d invocation%s, %d error%s", calls, listing.Plural(calls), errors, listing.Plural(errors))
 }

@@ -35,6 +35,9 @@ type Config struct {
 	Verifier *auth.Verifier
 	// FunctionURL is where the proxy serves a function. Required.
 	FunctionURL func(ns, function string) string
+	// Invoker runs the invoke panel's calls (httpapi/proxy's Invoke, the
+	// path of the API's POST .../invoke); nil: no panel.
+	Invoker Invoker
 	// Hidden names functions left out of the namespace page (SPEC §7).
 	Hidden map[string]bool
 	// RiverUI says whether /riverui/ is served, so operators get a link.
@@ -49,6 +52,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// Invoker calls a function for its owner and writes the function's answer
+// (httpapi/proxy's *Proxy); an error means nothing was written.
+type Invoker interface {
+	Invoke(w http.ResponseWriter, r *http.Request, namespace, function string, kind store.TriggerKind) error
 }
 
 // Console serves /console/. It is safe for concurrent use.
@@ -101,6 +110,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /console/{ns}/functions/{fn}/invocations/{id}", c.reader(c.invocationPage))
 	m.HandleFunc("POST /console/{ns}/triggers/{trigger}", c.writer(c.setTrigger))
 	m.HandleFunc("POST /console/{ns}/functions/{fn}/rollback", c.writer(c.rollback))
+	m.HandleFunc("POST /console/{ns}/functions/{fn}/invoke", c.writer(c.invoke))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, domain.Errorf(domain.ENOTFOUND, "there is no console page at %s", r.URL.Path))
 	})

@@ -43,15 +43,23 @@ type functionView struct {
 	Log             logView
 	Jobs            []domain.Job
 	Events          []eventRow
+
+	// BuildFailure is the newest version's failed build when the phase
+	// does not already say it ("v2 — first line"), "" otherwise.
+	BuildFailure string
+	// Invoke shows the invoke panel: the owner's, on a server that runs functions.
+	Invoke bool
 }
 
 type keyValue struct{ Key, Value string }
 
-// versionRow is a line of the versions table.
+// versionRow is a line of the versions table. CanRollback offers to make
+// it active: "Rollback" to an older version, "Activate" for a newer one
+// (Newer: a version built after the active one, e.g. after a rollback).
 type versionRow struct {
 	domain.Version
-	Active, CanRollback      bool
-	ActivatedBy, ActivatedAt string
+	Active, CanRollback, Newer bool
+	ActivatedBy, ActivatedAt   string
 }
 
 // sourceView is the source viewer: the files of one version, one of them shown.
@@ -96,7 +104,8 @@ func (c *Console) functionPage(w http.ResponseWriter, r *http.Request, s session
 		return err
 	}
 	q := r.URL.Query()
-	v := functionView{Namespace: ns, Name: name, Own: ns == s.Namespace, CSRF: s.CSRF, Function: f}
+	v := functionView{Namespace: ns, Name: name, Own: ns == s.Namespace, CSRF: s.CSRF, Function: f, BuildFailure: buildFailure(f)}
+	v.Invoke = v.Own && c.cfg.Invoker != nil
 	for k, val := range f.Config.EnvVars {
 		v.Env = append(v.Env, keyValue{k, val})
 	}
@@ -145,7 +154,7 @@ func (c *Console) versionRows(r *http.Request, f domain.Function, versions []dom
 	}
 	rows := make([]versionRow, 0, len(versions))
 	for _, ver := range versions {
-		row := versionRow{Version: ver, Active: ver.Number == f.ActiveVersion}
+		row := versionRow{Version: ver, Active: ver.Number == f.ActiveVersion, Newer: ver.Number > f.ActiveVersion}
 		row.CanRollback = !row.Active && ver.BuildStatus == domain.BuildStatusSucceeded
 		for _, a := range acts { // newest first: the first match is the last activation
 			if a.Version == ver.Number {
@@ -317,6 +326,58 @@ func (c *Console) rollback(w http.ResponseWriter, r *http.Request, s session) er
 	}
 	http.Redirect(w, r, "/console/"+ns+"/functions/"+name, http.StatusSeeOther)
 	return nil
+}
+
+// invoke serves POST /console/{ns}/functions/{fn}/invoke, the invoke
+// panel's call (a script's, with the CSRF token in its header): the body is
+// the function's event, the answer the function's — through the proxy's
+// Invoke, as the API's POST .../invoke, recorded with trigger kind api. The
+// function gets the body and its Content-Type only: none of the console's
+// cookies or tokens.
+func (c *Console) invoke(w http.ResponseWriter, r *http.Request, s session) error {
+	if c.cfg.Invoker == nil {
+		return domain.Errorf(domain.EUNAVAILABLE, "this server runs no functions")
+	}
+	out := r.Clone(r.Context())
+	out.Header = http.Header{}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		out.Header.Set("Content-Type", ct)
+	}
+	return c.cfg.Invoker.Invoke(noCookies{w}, out, r.PathValue("ns"), r.PathValue("fn"), store.InvocationAPI)
+}
+
+// noCookies drops the Set-Cookie headers of an answer to the invoke panel:
+// the browser that shows it is the console's, and must not store cookies a
+// function sets (for /console/, over the session's). The panel shows the
+// body; the function's headers are the API's invoke's to see.
+type noCookies struct{ http.ResponseWriter }
+
+func (w noCookies) WriteHeader(code int) {
+	w.Header().Del("Set-Cookie")
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w noCookies) Write(b []byte) (int, error) {
+	w.Header().Del("Set-Cookie")
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets the proxy flush and hijack the server's writer.
+func (w noCookies) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// buildFailure is "v2 — <first line of its message>" when the newest
+// version's build failed and the function's phase does not say so already
+// (it says what serves: Ready while an older version does), else "".
+func buildFailure(f domain.Function) string {
+	b := f.LastBuildFailure
+	if b.Version == 0 || f.Phase == domain.PhaseFailed && f.Message == b.Message {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(b.Message), "\n")
+	if line = strings.TrimSpace(line); line == "" {
+		return "v" + strconv.Itoa(b.Version)
+	}
+	return "v" + strconv.Itoa(b.Version) + " — " + line
 }
 
 // metadata is what the events a console user causes record.

@@ -39,6 +39,10 @@ func (c *Console) namespacesPage(w http.ResponseWriter, r *http.Request, s sessi
 // namespaceView is a namespace page: a card per function and a summary.
 type namespaceView struct {
 	Namespace string
+	// Owner is how the namespace's user is called (the session's name or
+	// subject), shown with the namespace's hash; "" for an operator
+	// reading another namespace, whose user the session does not know.
+	Owner string
 	// Own says the viewer may change things here (an operator reading a
 	// tenant's namespace may not).
 	Own     bool
@@ -47,10 +51,12 @@ type namespaceView struct {
 	Summary summary
 }
 
-// card is one function of the namespace page.
+// card is one function of the namespace page. BuildFailure is as on the
+// function's page (buildFailure).
 type card struct {
 	listing.Entry
-	Chart chart
+	Chart        chart
+	BuildFailure string
 }
 
 // summary counts a namespace's functions by phase.
@@ -85,8 +91,13 @@ func (c *Console) namespacePage(w http.ResponseWriter, r *http.Request, s sessio
 	}
 	page := listing.Build(ns, fs, ts, c.cfg.FunctionURL, c.cfg.Hidden)
 	v := namespaceView{Namespace: ns, Own: ns == s.Namespace, CSRF: s.CSRF}
+	title := ns
+	if v.Own {
+		v.Owner = s.DisplayName()
+		title = v.Owner + " · " + ns
+	}
 	for _, e := range page.Entries {
-		v.Cards = append(v.Cards, card{Entry: e, Chart: newChart(hist[e.Name], since)})
+		v.Cards = append(v.Cards, card{Entry: e, Chart: newChart(hist[e.Name], since), BuildFailure: buildFailure(e.Function)})
 		v.Summary.Total++
 		if e.Active {
 			v.Summary.Active++
@@ -102,7 +113,7 @@ func (c *Console) namespacePage(w http.ResponseWriter, r *http.Request, s sessio
 			v.Summary.Failed++
 		}
 	}
-	c.renderView(w, r, http.StatusOK, "namespace", view{Title: ns, Session: &s, Live: "/console/" + ns + "/live",
+	c.renderView(w, r, http.StatusOK, "namespace", view{Title: title, Session: &s, Live: "/console/" + ns + "/live",
 		Cursor: head.String(), Page: v})
 	return nil
 }

@@ -30,6 +30,12 @@ type session struct {
 	ID string
 }
 
+// DisplayName is how the pages call the user: the token's name claim when
+// it had one (store.Session.Name), else its subject.
+func (s session) DisplayName() string {
+	return auth.Principal{Subject: s.Subject, Name: s.Name}.DisplayName()
+}
+
 // session returns the request's session; EUNAUTHORIZED without a valid one.
 func (c *Console) session(r *http.Request) (session, error) {
 	return c.sessionFrom(r, cookieConsole)
@@ -136,7 +142,7 @@ func (c *Console) signInWith(w http.ResponseWriter, r *http.Request, tok string)
 	if !p.ExpiresAt.IsZero() && p.ExpiresAt.Before(expires) {
 		expires = p.ExpiresAt
 	}
-	id, _, err := c.cfg.Store.CreateSession(r.Context(), p.Subject, p.Namespace, p.Admin, expires)
+	id, _, err := c.cfg.Store.CreateSession(r.Context(), p.Subject, p.Name, p.Namespace, p.Admin, expires)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,9 @@
 // Package proxy is the public invoke path of sless: /fn/{ns}/{name}[/sub/path]
 // with any method and no token (SPEC §5), proxied to the function's active
 // version, recorded in the invocation log, and scale to zero with cold start.
+// Its Invoke is the one other way in, for a function's authenticated owner
+// (the API's POST .../functions/{name}/invoke, the console's invoke panel):
+// the same forwarder, limits and records, without a trigger (below).
 //
 // # Routing
 //
@@ -62,13 +65,29 @@
 // bucket of ClientBurst: beyond it 429 with Retry-After, before any lookup
 // and not recorded. Buckets full again are dropped; at most 2^18 are kept.
 //
-// Error bodies have the API's shape {"error": {"code", "message"}} and say
-// only what a stranger may know: the function's phase, that it failed to
+// Error bodies have the API's shape {"error": {"code", "message"}}, with
+// the code in an X-Sless-Error header too (ErrorHeader: a caller tells the
+// platform's 502 from the function's own by it; a function cannot set it),
+// and say only what a stranger may know: the function's phase, that it failed to
 // start. Why — a build's output, a start's traceback with the paths of the
 // host — is in the invocation record (its error), which only the owner
 // reads, and in the function's status or the proxy's log. A request refused before forwarding is recorded
 // with the bytes it brought: its Content-Length, else its body read and
 // dropped up to MaxBodyBytes.
+//
+// # Invoke by the owner
+//
+// Invoke serves a request its caller (httpapi, the console) has
+// authenticated as the function's owner: the function runs whatever its
+// triggers — without an http trigger, or with it disabled, it is woken like
+// a cold start and put to sleep when idle like any — as "/" with the
+// request's method, query and body, and the record's trigger kind is the
+// caller's (store.InvocationAPI). The caller's Authorization and Cookie
+// headers are not passed (they are the platform's credentials), errors tell
+// the owner the detail kept for the record (why a start failed), and a
+// function without a built active version is 409 saying why. The route
+// table may lag the read model by a notification: a function it does not
+// know, or knows without a built version, is read from the store first.
 //
 // # Scale to zero
 //
@@ -77,7 +96,8 @@
 // does not change when a function sleeps. A function with no request in
 // flight for its idle period (IdleTimeout, 10 min; IdleTimeouts per
 // "<ns>/<name>", 0 never) is stopped through the Scaler — after the
-// invocation log confirms that no other replica served it meanwhile, so N
+// invocation log confirms that no other replica served it meanwhile
+// (through /fn or Invoke), so N
 // proxies agree on idleness without talking to each other. The next request
 // holds — at most MaxWaiting per function, at most the shorter of its
 // timeout_sec and WakeTimeout, then 503 with Retry-After — while one

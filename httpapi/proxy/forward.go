@@ -32,6 +32,11 @@ const (
 	// PrefixHeader tells the function the path it is mounted at
 	// (/fn/{ns}/{name}); it sees only the rest.
 	PrefixHeader = "X-Forwarded-Prefix"
+	// ErrorHeader carries the error code of an answer the platform gave
+	// instead of the function (a timeout, a refusal, a failed start): a
+	// caller tells it from a function's own error status by it. A
+	// function's response never carries it (the proxy removes it).
+	ErrorHeader = "X-Sless-Error"
 )
 
 // documentSandbox is the Content-Security-Policy of every response of a
@@ -62,6 +67,13 @@ type call struct {
 	status   int
 	errText  string
 	log      string // X-Sless-Log as received (base64)
+
+	// kind is the record's trigger kind; owner marks a call of the
+	// function's authenticated owner (Invoke): the caller's credentials of
+	// the platform are not passed on, and its errors say what the public
+	// ones keep for the invocation record.
+	kind  store.TriggerKind
+	owner bool
 
 	// During the exchange: the connection, the client's context, and the
 	// end of watching it (nil while not watched; see await).
@@ -111,14 +123,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			domain.Errorf(domain.ENOTFOUND, "no function %q with an http trigger in namespace %q", k.name, k.ns))
 		return
 	}
-	c := calls.Get().(*call)
-	c.e, c.id, c.path, c.prefix, c.timeout = e, store.NewInvocationID(start), sub, e.prefix, cfg.TimeoutSec
-	c.idText = c.id.String()
-	rec := &c.rec
-	rec.ResponseWriter = w
-	h := w.Header()
-	h[InvocationHeader] = []string{c.idText} // canonical already
-	h["Content-Security-Policy"] = documentSandbox
+	c, rec := p.newCall(w, e, cfg, sub, start)
 	defer p.finish(rec, r, c, cfg, start)
 
 	switch {
@@ -128,18 +133,43 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case cfg.target == nil && !startable(cfg):
 		p.refuse(rec, r, c, "not_ready", notReady(cfg))
 		return
-	case r.ContentLength > p.cfg.MaxBodyBytes:
+	}
+	p.send(rec, r, c, cfg)
+}
+
+// newCall begins the call of a request to function e at path (below the
+// function's prefix), recorded as an http invocation unless the caller says
+// otherwise: the response names the invocation and runs in the sandbox
+// (documentSandbox) whoever answers.
+func (p *Proxy) newCall(w http.ResponseWriter, e *entry, cfg *routeCfg, path string, start time.Time) (*call, *recorder) {
+	c := calls.Get().(*call)
+	c.e, c.id, c.path, c.prefix, c.timeout = e, store.NewInvocationID(start), path, e.prefix, cfg.TimeoutSec
+	c.kind = store.InvocationHTTP
+	c.idText = c.id.String()
+	rec := &c.rec
+	rec.ResponseWriter = w
+	h := w.Header()
+	h[InvocationHeader] = []string{c.idText} // canonical already
+	h["Content-Security-Policy"] = documentSandbox
+	return c, rec
+}
+
+// send runs a call the function may take: the body limit (413), then,
+// counted in flight, max_concurrency (429), the body (a chunked one read
+// whole first), a cold start when the function sleeps, and the forwarder.
+func (p *Proxy) send(rec *recorder, r *http.Request, c *call, cfg *routeCfg) {
+	e := c.e
+	if r.ContentLength > p.cfg.MaxBodyBytes {
 		p.refuse(rec, r, c, "too_large", tooLarge(p.cfg.MaxBodyBytes))
 		return
 	}
-
 	// Admitted: counted in flight from here, waiting for a start included,
 	// which is what max_concurrency bounds and what keeps it awake.
 	n := e.inflight.Add(1)
 	defer p.release(e)
 	if limit := p.maxConcurrency(cfg); limit > 0 && n > int64(limit) {
 		p.refuse(rec, r, c, "concurrency",
-			domain.Errorf(domain.ERATELIMITED, "function %q is serving its limit of %d requests at once", k.name, limit))
+			domain.Errorf(domain.ERATELIMITED, "function %q is serving its limit of %d requests at once", e.key.name, limit))
 		return
 	}
 	switch {
@@ -245,9 +275,9 @@ func (p *Proxy) finish(rec *recorder, r *http.Request, c *call, cfg *routeCfg, s
 		}
 	}
 	inv := store.Invocation{ID: c.id, Namespace: c.e.key.ns, Function: c.e.key.name, Version: cfg.ActiveVersion,
-		Trigger: store.InvocationHTTP, Method: r.Method, Path: c.path, Status: status, Duration: d,
+		Trigger: c.kind, Method: r.Method, Path: c.path, Status: status, Duration: d,
 		ColdStart: c.cold, Error: c.errText, Log: decodeLog(c.log), StartedAt: start, BytesIn: c.bytesIn, BytesOut: rec.bytes}
-	p.metrics.observe(c.e.m, store.InvocationHTTP, status, d)
+	p.metrics.observe(c.e.m, c.kind, status, d)
 	p.record(inv)
 	*c = call{}
 	calls.Put(c)
@@ -324,6 +354,16 @@ func unavailable(err error) error {
 	return &hidden{public: domain.Errorf(domain.EUNAVAILABLE, "%s", domain.ErrorMessage(err)), detail: recordText(err)}
 }
 
+// revealed is err with the detail a hidden error keeps for the record, for
+// the function's owner, who may read that record anyway.
+func revealed(err error) error {
+	var h *hidden
+	if errors.As(err, &h) {
+		return domain.Errorf(h.public.Code, "%s", h.detail)
+	}
+	return err
+}
+
 // recordText is the error of an answer as the invocation record keeps it.
 func recordText(err error) string {
 	var h *hidden
@@ -360,9 +400,15 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, c *call, e
 	}
 }
 
+// fail answers a call with err (its public part, or all of it to the
+// function's owner) and notes it for the record.
 func (p *Proxy) fail(w http.ResponseWriter, c *call, reason string, err error) {
 	p.metrics.proxyErrors.WithLabelValues(reason).Inc()
-	c.status, c.errText = writeError(w, err), recordText(err)
+	answer := err
+	if c.owner {
+		answer = revealed(err)
+	}
+	c.status, c.errText = writeError(w, answer), recordText(err)
 }
 
 // reject answers a request that concerns no known function; nothing is recorded.
@@ -372,13 +418,14 @@ func (p *Proxy) reject(w http.ResponseWriter, r *http.Request, reason string, er
 }
 
 // writeError writes the API's error shape, {"error": {"code", "message"}},
-// with the status of the code, which it returns.
+// with the status of the code, which it returns, and the code in ErrorHeader.
 func writeError(w http.ResponseWriter, err error) int {
 	code := domain.ErrorCode(err)
 	status := wire.StatusOf(code)
 	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": domain.ErrorMessage(err)}})
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set(ErrorHeader, code)
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	h.Set("Cache-Control", "no-store")
 	if (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) && h.Get("Retry-After") == "" {

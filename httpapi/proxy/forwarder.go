@@ -212,6 +212,9 @@ func (p *Proxy) writeHead(bw *bufio.Writer, r *http.Request, c *call) {
 		if !passRequestHeader(k) || listed(connection, k) {
 			continue
 		}
+		if c.owner && (k == "Authorization" || k == "Cookie") {
+			continue // the owner's credentials of the platform: they authorised this call
+		}
 		for _, v := range vs {
 			if k == "Authorization" && p.cfg.PlatformToken != nil && p.cfg.PlatformToken(v) {
 				continue
@@ -304,7 +307,7 @@ func passRequestHeader(k string) bool {
 func passResponseHeader(k string) bool {
 	switch k {
 	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te",
-		"Transfer-Encoding", "Upgrade", LogHeader, InvocationHeader:
+		"Transfer-Encoding", "Upgrade", LogHeader, InvocationHeader, ErrorHeader:
 		return false
 	}
 	return true
@@ -613,7 +616,7 @@ func (c *call) upgrade(w *recorder, pc *upConn) error {
 	c.status = http.StatusSwitchingProtocols
 	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
 	for _, l := range pc.seen.lines {
-		if l.key != LogHeader && l.key != InvocationHeader {
+		if l.key != LogHeader && l.key != InvocationHeader && l.key != ErrorHeader {
 			writeHeader(brw.Writer, l.raw, l.val)
 		}
 	}

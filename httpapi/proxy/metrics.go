@@ -22,8 +22,8 @@ var durationBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .2
 //	sless_cold_starts_total{namespace,function}
 //	sless_cold_start_duration_seconds                             histogram
 //	sless_proxy_errors_total{reason}  bad_request, not_found, client_rate, disabled, not_ready,
-//	                                  too_large, concurrency, overloaded, unavailable, wake,
-//	                                  timeout, upstream, client_gone
+//	                                  not_built, too_large, concurrency, overloaded, unavailable,
+//	                                  wake, timeout, upstream, client_gone
 //	sless_proxy_requests_in_flight
 //	sless_invocation_log_written_total, sless_invocation_log_dropped_total{reason}
 //	                                  (when Config.Invocations has Stats, as the store's writer)
@@ -58,9 +58,9 @@ type statsSource interface {
 func newMetrics(reg prometheus.Registerer, rec Recorder) (*metrics, error) {
 	m := &metrics{
 		invocations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sless_invocations_total",
-			Help: "Invocations of functions by trigger (http, cron, job) and status code."}, []string{"namespace", "function", "trigger", "code"}),
+			Help: "Invocations of functions by trigger (http, api, cron, job) and status code."}, []string{"namespace", "function", "trigger", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sless_invocation_duration_seconds",
-			Help: "Duration of invocations, through the proxy for http.", Buckets: durationBuckets}, []string{"namespace", "function", "trigger"}),
+			Help: "Duration of invocations, through the proxy for http and api.", Buckets: durationBuckets}, []string{"namespace", "function", "trigger"}),
 		coldStarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sless_cold_starts_total",
 			Help: "Functions started by the proxy for a request after scale to zero."}, []string{"namespace", "function"}),
 		coldStartSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sless_cold_start_duration_seconds",

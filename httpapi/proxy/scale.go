@@ -213,7 +213,8 @@ func (p *Proxy) sleepIfIdle(e *entry, force bool) (bool, error) {
 	ctx, cancel := context.WithTimeout(p.ctx(), p.cfg.WakeTimeout)
 	defer cancel()
 	if !force {
-		end, err := p.cfg.Store.LastInvocationEnd(ctx, e.key.ns, e.key.name, store.InvocationHTTP, time.Now().Add(-cfg.idle-time.Hour))
+		end, err := p.cfg.Store.LastInvocationEnd(ctx, e.key.ns, e.key.name, time.Now().Add(-cfg.idle-time.Hour),
+			store.InvocationHTTP, store.InvocationAPI)
 		if err != nil {
 			p.log.Warn("scale to zero: cannot read the invocation log; trying later", "function", e.key.String(), "error", err)
 			return false, nil

@@ -133,15 +133,9 @@ func TestStartWaitQueueIsBounded(t *testing.T) {
 	}
 }
 
-// TestStartFailureStaysPrivate: a function whose start fails with a
-// traceback naming paths of the host answers a stranger only that it failed
-// to start (or, once its rollout failed, its phase); the traceback is in the
-// owner's invocation record.
-func TestStartFailureStaysPrivate(t *testing.T) {
-	t.Parallel()
-	f := setup(t, options{})
-	// It loads at build time; only the server (given a socket) fails.
-	f.build("crash", pySpec, map[string]string{"handler.py": `import os
+// pyCrashOnStart loads at build time; only its server (given a socket)
+// fails, with a traceback naming a path of the host.
+var pyCrashOnStart = map[string]string{"handler.py": `import os
 
 if "SLESS_LISTEN_FD" in os.environ:
     raise RuntimeError("no config in " + os.getcwd())
@@ -149,7 +143,16 @@ if "SLESS_LISTEN_FD" in os.environ:
 
 def handle(event):
     return "never"
-`})
+`}
+
+// TestStartFailureStaysPrivate: a function whose start fails with a
+// traceback naming paths of the host answers a stranger only that it failed
+// to start (or, once its rollout failed, its phase); the traceback is in the
+// owner's invocation record.
+func TestStartFailureStaysPrivate(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{})
+	f.build("crash", pySpec, pyCrashOnStart)
 	f.waitRoute("crash", func(st proxy.RouteState) bool { return st.Phase == domain.PhaseReady && st.HTTPEnabled })
 
 	a := f.get("crash", "/")

@@ -3,12 +3,14 @@ package wire
 import "time"
 
 // Invocation is one recorded run of a function in a listing (SPEC §5), without
-// its log: an HTTP request, a cron slot or a job run.
+// its log: an HTTP request, a cron slot, a job run or a call through the
+// API's invoke.
 type Invocation struct {
 	ID       string `json:"id"`
 	Function string `json:"function"`
 	Version  int    `json:"version"`
-	// Trigger is "http", "cron" or "job".
+	// Trigger is "http" (/fn), "cron", "job" or "api" (POST
+	// .../functions/{name}/invoke and the console's invoke panel).
 	Trigger    string    `json:"trigger"`
 	Method     string    `json:"method"`
 	Path       string    `json:"path"`

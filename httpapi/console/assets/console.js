@@ -88,34 +88,44 @@
     src.addEventListener("invocations", soon);
   }
 
-  // The invoke panel calls the function's public URL from the browser.
+  // The invoke panel posts the event to the console's invoke route (the
+  // proxy's Invoke, as the API's POST .../invoke): any function, trigger or
+  // not. The answer is the function's; the console's own refusals (an
+  // expired session or form) are pages, whose message is shown.
   const form = document.getElementById("invoke-form");
   if (form) {
-    const base = document.getElementById("invoke").dataset.url;
+    const panel = document.getElementById("invoke");
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
-      const method = form.elements.method.value;
-      let path = form.elements.path.value || "/";
-      if (!path.startsWith("/")) path = "/" + path;
-      const init = { method, credentials: "omit", headers: {} };
-      if (method !== "GET" && method !== "HEAD") {
-        init.body = form.elements.body.value;
-        init.headers["Content-Type"] = "application/json";
-      }
-      const out = document.getElementById("invoke-result");
       const started = performance.now();
-      try {
-        const res = await fetch(base + path, init);
-        const text = await res.text();
-        document.getElementById("invoke-status").textContent = res.status + " " + res.statusText;
+      const out = document.getElementById("invoke-result");
+      const record = document.getElementById("invoke-record");
+      const show = (status, text) => {
+        document.getElementById("invoke-status").textContent = status;
         document.getElementById("invoke-duration").textContent = (performance.now() - started).toFixed(1) + " ms";
         document.getElementById("invoke-body-out").textContent = text.length > 65536 ? text.slice(0, 65536) + "\n… (cut)" : text;
+        out.hidden = false;
+      };
+      record.hidden = true;
+      try {
+        const res = await fetch(panel.dataset.url, {
+          method: "POST", credentials: "same-origin", body: form.elements.body.value,
+          headers: { "Content-Type": "application/json", "X-CSRF-Token": document.body.dataset.csrf || "" },
+        });
+        let text = await res.text();
+        const id = res.headers.get("X-Sless-Invocation-Id");
+        if (!id && (res.headers.get("Content-Type") || "").startsWith("text/html")) {
+          const msg = new DOMParser().parseFromString(text, "text/html").getElementById("error-message");
+          if (msg) text = msg.textContent;
+        }
+        show(res.status + " " + res.statusText, text);
+        if (id) {
+          record.href = panel.dataset.records + encodeURIComponent(id);
+          record.hidden = false;
+        }
       } catch (e) {
-        document.getElementById("invoke-status").textContent = "request failed";
-        document.getElementById("invoke-duration").textContent = (performance.now() - started).toFixed(1) + " ms";
-        document.getElementById("invoke-body-out").textContent = String(e);
+        show("request failed", String(e));
       }
-      out.hidden = false;
     });
   }
 })();

@@ -1,0 +1,26 @@
+package httpapi
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
+)
+
+func (s *Server) registerInvokeRoutes(g *echo.Group) {
+	g.POST("/functions/:name/invoke", s.invokeFunction)
+}
+
+// invokeFunction serves POST /v1/namespaces/{ns}/functions/{name}/invoke:
+// the body is the function's event (JSON, or any body as its HTTP wrapper
+// takes it) and the answer is the function's — status, headers and body, as
+// /fn would give them — recorded with trigger kind "api"; no trigger is
+// needed (Config.Proxy's Invoke). The token authorised it; the function
+// never sees it. Errors keep the API's shape: 404 for an unknown function,
+// 409 for one without a built version, and /fn's 413, 429, 502, 503, 504.
+func (s *Server) invokeFunction(c echo.Context) error {
+	if s.cfg.Proxy == nil {
+		return domain.Errorf(domain.EUNAVAILABLE, "this server runs no functions: it has no invoke proxy")
+	}
+	return s.cfg.Proxy.Invoke(c.Response(), c.Request(), c.Param("ns"), c.Param("name"), store.InvocationAPI)
+}
