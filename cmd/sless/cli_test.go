@@ -82,15 +82,18 @@ func TestCLIQuickStart(t *testing.T) {
 			want(st.args, progress, "hello v1: ")
 		}
 	}
+	// Through the public URL too; the log has both, the API's as kind api.
+	out, _ := sless("fn", "invoke", "hello", "--via-http", "--data", `{"name": "web"}`)
+	want([]string{"fn", "invoke", "--via-http"}, out, `{"hello":"web"}`)
 	testutil.WaitFor(t, 30*time.Second, func() bool { // the log is written in batches
 		out, _ := sless("fn", "logs", "hello")
-		return strings.Contains(out, "http POST /") && strings.Contains(out, "| greeting sless")
+		return strings.Contains(out, "api POST /") && strings.Contains(out, "| greeting sless") && strings.Contains(out, "http POST /")
 	})
 
 	// A second version; a file .slessignore names is not uploaded.
 	write(t, dir, "handler.py", "def handle(event):\n    return {'v': 2}\n")
 	write(t, dir, "__pycache__/x.pyc", "not uploaded")
-	out, _ := sless("fn", "deploy", dir)
+	out, _ = sless("fn", "deploy", dir)
 	want([]string{"fn", "deploy"}, out, "version 2 is Ready")
 	out, _ = sless("fn", "versions", "hello")
 	want([]string{"fn", "versions"}, out, "Succeeded")
@@ -151,6 +154,10 @@ func TestCLIQuickStart(t *testing.T) {
 		out := sl("job", "run", "table-reader", "--name", "read-stock", "--event", "{}", "--wait")
 		if !strings.Contains(out, `"name": "apples"`) || !strings.Contains(out, `"qty": 5`) {
 			t.Fatalf("table_reader job: %s", out)
+		}
+		// A function without an http trigger is invoked through the API.
+		if out := sl("fn", "invoke", "table-reader", "--data", "{}"); !strings.Contains(out, `"apples"`) {
+			t.Fatalf("invoke of a job-only function: %s", out)
 		}
 		sl("job", "rm", "read-stock")
 		sl("fn", "rm", "table-reader")

@@ -155,6 +155,10 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 	if err == nil || err.Error() != other.URL+" does not answer like a sless API (HTTP 404, text/html): check --url / SLESS_URL (`sless dev` prints the address)" {
 		t.Fatalf("a web server that is not sless: %v", err)
 	}
+	_, err = sless(t, "fn", "invoke", "hello", "--path", "/items", "--url", url, "--token", forged)
+	if err == nil || !strings.Contains(err.Error(), "add --via-http") {
+		t.Fatalf("--path without --via-http: %v", err)
+	}
 	_, err = sless(t, "fn", "ls", "--url", url, "--token", "garbage")
 	if err == nil || !strings.Contains(err.Error(), "the token is not a JWT") || strings.Contains(err.Error(), "WithNamespace") || strings.Contains(err.Error(), "sless client") {
 		t.Fatalf("a token that is not a JWT: %v", err)

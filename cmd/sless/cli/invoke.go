@@ -18,79 +18,112 @@ import (
 func invokeCommand(c *conn) *cobra.Command {
 	var data, method, path string
 	var headers []string
-	var verbose bool
+	var verbose, viaHTTP bool
 	cmd := &cobra.Command{
 		Use:   "invoke NAME",
-		Short: "Call a function through its public URL and print the answer's body",
-		Long: `Call a function through the platform's public /fn URL, as any HTTP client
-would (the function needs an enabled http trigger: sless fn deploy --http), and
-print the body of the answer. -v also prints the status, the duration, the
-version that answered and whether it was a cold start. The exit status is 1
-when the answer's status is 400 or more.`,
+		Short: "Call a function with an event and print its answer's body",
+		Long: `Call any function of yours with an event (--data, as JSON) through the API,
+as your token allows, and print the body of its answer: no trigger is needed, a
+stopped function is started. --via-http calls it through its public /fn URL
+instead, as any HTTP client would (it needs an enabled http trigger), with the
+method, path and headers you give. -v also prints the status, the duration, the
+version that answered and whether it was a cold start. The exit status is 1 when
+the answer's status is 400 or more.`,
 		Example: `  sless fn invoke hello --data '{"name": "sless"}'
-  sless fn invoke hello --data @event.json -v
-  echo '{}' | sless fn invoke hello --data - --path /items -H 'X-Trace: 1'`,
+  sless fn invoke report --data @event.json -v
+  echo '{}' | sless fn invoke hello --data - --via-http --path /items -H 'X-Trace: 1'`,
 		Args: cobra.ExactArgs(1),
 		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			body, err := readData(data, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			if method == "" {
-				method = http.MethodGet
-				if body != nil {
-					method = http.MethodPost
-				}
-			}
-			if path != "" && !strings.HasPrefix(path, "/") {
-				path = "/" + path
-			}
-			target := strings.TrimRight(url, "/") + "/fn/" + cl.Namespace() + "/" + args[0] + path
-			var rd io.Reader
-			if body != nil {
-				rd = strings.NewReader(string(body))
-			}
-			req, err := http.NewRequestWithContext(cmd.Context(), strings.ToUpper(method), target, rd)
-			if err != nil {
-				return err
-			}
-			if body != nil {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			for _, h := range headers {
-				k, v, ok := strings.Cut(h, ":")
-				if !ok {
-					return fmt.Errorf("-H %q: write it as Name: value", h)
-				}
-				req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+			if !viaHTTP && (method != "" || path != "" || len(headers) > 0) {
+				return fmt.Errorf("--method, --path and --header call the public URL: add --via-http (the function then needs an enabled http trigger)")
 			}
 			start := time.Now()
-			resp, err := invokeClient.Do(req)
-			if err != nil {
-				return explain(err, url, "", "")
+			var status int
+			var id string
+			if viaHTTP {
+				status, id, err = invokeHTTP(cmd, cl, url, args[0], body, method, path, headers)
+			} else {
+				status, id, err = invokeAPI(cmd, cl, args[0], body)
 			}
-			defer resp.Body.Close()
-			took := time.Since(start)
-			if _, err := io.Copy(cmd.OutOrStdout(), resp.Body); err != nil {
-				return err
+			if err != nil {
+				return explain(err, url, fmt.Sprintf("function %q", args[0]), "sless fn ls")
 			}
 			if verbose {
-				fmt.Fprintf(cmd.ErrOrStderr(), "\nHTTP %d in %s%s\n", resp.StatusCode, took.Round(time.Millisecond),
-					invocationInfo(cmd.Context(), cl, args[0], resp.Header.Get(proxy.InvocationHeader)))
+				fmt.Fprintf(cmd.ErrOrStderr(), "\nHTTP %d in %s%s\n", status, time.Since(start).Round(time.Millisecond),
+					invocationInfo(cmd.Context(), cl, args[0], id))
 			}
-			if resp.StatusCode >= 400 {
-				return fmt.Errorf("%s answered %d %s", args[0], resp.StatusCode, http.StatusText(resp.StatusCode))
+			if status >= 400 {
+				return fmt.Errorf("%s answered %d %s", args[0], status, http.StatusText(status))
 			}
 			return nil
 		}),
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&data, "data", "d", "", "request body: JSON text, @FILE, or - for standard input")
-	fl.StringVarP(&method, "method", "X", "", "HTTP method (default: POST with --data, else GET)")
-	fl.StringVar(&path, "path", "", "path below the function's URL, e.g. /items?limit=2")
-	fl.StringArrayVarP(&headers, "header", "H", nil, "request header 'Name: value' (repeatable)")
+	fl.StringVarP(&data, "data", "d", "", "the event (request body): JSON text, @FILE, or - for standard input")
+	fl.BoolVar(&viaHTTP, "via-http", false, "call the function's public URL (its http trigger) instead of the API")
+	fl.StringVarP(&method, "method", "X", "", "with --via-http: HTTP method (default: POST with --data, else GET)")
+	fl.StringVar(&path, "path", "", "with --via-http: path below the function's URL, e.g. /items?limit=2")
+	fl.StringArrayVarP(&headers, "header", "H", nil, "with --via-http: request header 'Name: value' (repeatable)")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print the status, duration, version and cold start too")
 	return cmd
+}
+
+// invokeAPI calls the function through the API (POST .../invoke) and
+// prints its answer's body; it returns the status and the invocation's id.
+func invokeAPI(cmd *cobra.Command, cl *client.Client, fn string, body []byte) (int, string, error) {
+	res, err := cl.Invoke(cmd.Context(), fn, body, "")
+	if err != nil {
+		return 0, "", err
+	}
+	if _, err := cmd.OutOrStdout().Write(res.Body); err != nil {
+		return 0, "", err
+	}
+	return res.Status, res.InvocationID, nil
+}
+
+// invokeHTTP calls the function's public URL and prints the answer's body.
+func invokeHTTP(cmd *cobra.Command, cl *client.Client, url, fn string, body []byte, method, path string, headers []string) (int, string, error) {
+	if method == "" {
+		method = http.MethodGet
+		if body != nil {
+			method = http.MethodPost
+		}
+	}
+	if path != "" && !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	target := strings.TrimRight(url, "/") + "/fn/" + cl.Namespace() + "/" + fn + path
+	var rd io.Reader
+	if body != nil {
+		rd = strings.NewReader(string(body))
+	}
+	req, err := http.NewRequestWithContext(cmd.Context(), strings.ToUpper(method), target, rd)
+	if err != nil {
+		return 0, "", err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, h := range headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok {
+			return 0, "", fmt.Errorf("-H %q: write it as Name: value", h)
+		}
+		req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	resp, err := invokeClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(cmd.OutOrStdout(), resp.Body); err != nil {
+		return 0, "", err
+	}
+	return resp.StatusCode, resp.Header.Get(proxy.InvocationHeader), nil
 }
 
 // invokeClient passes a function's redirect back instead of following it.
