@@ -36,7 +36,7 @@ func decodeJSON(c echo.Context, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		return jsonError(err, reflect.TypeOf(v))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return domain.Errorf(domain.EINVALID, "the request body must hold one JSON object and nothing after it")
@@ -44,8 +44,9 @@ func decodeJSON(c echo.Context, v any) error {
 	return nil
 }
 
-// jsonError explains a decoding error in terms of the request's fields.
-func jsonError(err error) error {
+// jsonError explains a decoding error in terms of the request's fields
+// (of a body decoded into a value of type into).
+func jsonError(err error, into reflect.Type) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
@@ -61,9 +62,30 @@ func jsonError(err error) error {
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		field, _ := strconv.Unquote(name)
+		if near := domain.Suggest(field, jsonFields(into)); near != "" {
+			return domain.FieldErrorf(field, "is not a known field (did you mean %q?)", near)
+		}
 		return domain.FieldErrorf(field, "is not a known field")
 	}
 	return domain.Errorf(domain.EINVALID, "malformed JSON: %v", err)
+}
+
+// jsonFields returns the JSON names of the fields of the struct t (or *t).
+func jsonFields(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // kindName names a Go type the way a JSON client thinks of it.

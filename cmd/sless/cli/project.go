@@ -98,7 +98,7 @@ func yamlError(path string, err error, keys map[string]int) error {
 		line, msg := m[1], m[2]
 		if f := unknownField.FindStringSubmatch(msg); f != nil {
 			msg = fmt.Sprintf("unknown field %q", f[1])
-			if near := nearest(f[1], projectKeys); near != "" {
+			if near := domain.Suggest(f[1], projectKeys); near != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", near)
 			}
 		} else if t := cannotDecode.FindStringSubmatch(msg); t != nil {
@@ -142,39 +142,6 @@ func kindWords(goType string) string {
 
 // projectKeys are the keys a ProjectFile may have, at any level.
 var projectKeys = []string{"name", "runtime", "entrypoint", "memory", "timeout", "env", "triggers", "http", "cron"}
-
-// nearest returns the key of keys closest to s when it is a likely typo
-// (at most two edits, and fewer than half of its letters), else "".
-func nearest(s string, keys []string) string {
-	best, bestD := "", 3
-	for _, k := range keys {
-		if d := editDistance(s, k); d < bestD && d*2 < len(k) {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
 
 // walk records the line of every key of a mapping, by dotted path.
 func walk(n *yaml.Node, prefix string, lines map[string]int) {
