@@ -169,7 +169,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	must(sless("fn", "rollback", "hello", "--to", "1"))
 	testutil.WaitFor(t, 30*time.Second, func() bool {
-		out, _, err := sless("fn", "invoke", "hello", "--path", "/again")
+		out, _, err := sless("fn", "invoke", "hello", "--via-http", "--path", "/again")
 		return err == nil && strings.Contains(out, "/again")
 	})
 
