@@ -137,51 +137,39 @@ func (h *harness) allBuilt(names ...string) {
 	})
 }
 
-// TestBuildsOfOneTenantDoNotHoldBackAnother is the probe's case: two build
-// workers, tenant B queues three long builds, tenant A one quick build. B
-// builds one at a time, its other builds give their worker back, and A's
-// build finishes within seconds instead of after B's.
+// TestBuildsOfOneTenantDoNotHoldBackAnother is the probe's case: tenant B
+// queues three long builds, tenant A one quick build. B builds at most
+// BuildsPerNamespace at a time, its other builds give their worker back
+// without using up an attempt, and A's build finishes within seconds
+// instead of after B's.
 func TestBuildsOfOneTenantDoNotHoldBackAnother(t *testing.T) {
 	t.Parallel()
-	h := setup(t)
-	gate := newBuildGate()
-	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) { d.onBuild = gate.build })
-	h.start(func(c *workers.Config) { c.BuildWorkers, c.BuildsPerNamespace = 2, 1 })
-	t.Cleanup(gate.open) // before the workers stop
+	for _, tc := range []struct{ workers, perNamespace int }{
+		{workers: 2, perNamespace: 1}, // the probe's case
+		{workers: 3, perNamespace: 2}, // two of three run at once, the third waits
+	} {
+		t.Run(fmt.Sprintf("%d workers, %d per namespace", tc.workers, tc.perNamespace), func(t *testing.T) {
+			t.Parallel()
+			h := setup(t)
+			gate := newBuildGate()
+			h.driver.setHooks(func(d *scriptedDriverForWorkerTests) { d.onBuild = gate.build })
+			h.start(func(c *workers.Config) { c.BuildWorkers, c.BuildsPerNamespace = tc.workers, tc.perNamespace })
+			t.Cleanup(gate.open) // before the workers stop
 
-	b := h.busyTenant(gate, 3, 1)
-	h.quickBuildFinishes()
-	b.waitingBuilds(gate, 3, 1)
-	gate.open()
-	b.allBuilt("slow-1", "slow-2", "slow-3")
-	if _, peak := gate.counts(b.ns); peak != 1 {
-		t.Fatalf("%d builds of the busy tenant ran at once, want 1", peak)
-	}
-	for _, name := range []string{"slow-1", "slow-2", "slow-3"} { // two of them waited
-		if _, attempt := b.jobAttempts("build", "function", name); attempt != 1 {
-			t.Errorf("the build of %s completed on attempt %d; waiting for a slot must use up no attempt", name, attempt)
-		}
-	}
-}
-
-// TestBuildsPerNamespaceAllowsThatManyAtOnce: with BuildsPerNamespace 2 and
-// three build workers, two of a tenant's three builds run at once, the
-// third waits.
-func TestBuildsPerNamespaceAllowsThatManyAtOnce(t *testing.T) {
-	t.Parallel()
-	h := setup(t)
-	gate := newBuildGate()
-	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) { d.onBuild = gate.build })
-	h.start(func(c *workers.Config) { c.BuildWorkers, c.BuildsPerNamespace = 3, 2 })
-	t.Cleanup(gate.open)
-
-	b := h.busyTenant(gate, 3, 2)
-	h.quickBuildFinishes()
-	b.waitingBuilds(gate, 3, 2)
-	gate.open()
-	b.allBuilt("slow-1", "slow-2", "slow-3")
-	if _, peak := gate.counts(b.ns); peak != 2 {
-		t.Fatalf("%d builds of the busy tenant ran at once, want 2", peak)
+			b := h.busyTenant(gate, 3, tc.perNamespace)
+			h.quickBuildFinishes()
+			b.waitingBuilds(gate, 3, tc.perNamespace)
+			gate.open()
+			b.allBuilt("slow-1", "slow-2", "slow-3")
+			if _, peak := gate.counts(b.ns); peak != tc.perNamespace {
+				t.Fatalf("%d builds of the busy tenant ran at once, want %d", peak, tc.perNamespace)
+			}
+			for _, name := range []string{"slow-1", "slow-2", "slow-3"} { // some of them waited
+				if _, attempt := b.jobAttempts("build", "function", name); attempt != 1 {
+					t.Errorf("the build of %s completed on attempt %d; waiting for a slot must use up no attempt", name, attempt)
+				}
+			}
+		})
 	}
 }
 
