@@ -394,6 +394,8 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, c *call, e
 	default:
 		p.log.Warn("function did not answer", "function", c.e.key.String(), "error", err)
 		p.fail(w, c, "upstream", domain.Errorf(domain.EBADGATEWAY, "the function did not answer"))
+		// The caller has its answer now, not after the wait for why.
+		_ = http.NewResponseController(w).Flush()
 		if why := p.exitReason(c.target); why != "" {
 			c.errText += ": its process ended: " + why // for the owner, in the invocation log
 		}
