@@ -21,12 +21,21 @@ type Binaries struct {
 	Etcd              string
 	APIServer         string
 	ControllerManager string
+	Scheduler         string
+	Kubelet           string
+	// Kaniko is the kaniko executor and Pause the pod sandbox's program,
+	// packed into images on start.
+	Kaniko, Pause string
+	// Containerd is Debian's containerd (it finds runc on PATH); CNIDir
+	// holds the CNI plugins (Debian's containernetworking-plugins).
+	Containerd string
+	CNIDir     string
 }
 
-// FindBinaries locates etcd on PATH and kube-apiserver and
-// kube-controller-manager in $SLESS_K8S_BIN_DIR or bin/k8s-<Version>/ of the
-// repository that holds the working directory. The error says what is missing
-// and how to get it.
+// FindBinaries locates etcd, containerd and runc on PATH, the CNI plugins
+// in /usr/lib/cni, and the programs the Taskfile's k8s:binaries builds in
+// $SLESS_K8S_BIN_DIR or bin/k8s-<Version>/ of the repository that holds the
+// working directory. The error says what is missing and how to get it.
 func FindBinaries() (Binaries, error) {
 	var b Binaries
 	var missing []string
@@ -35,6 +44,16 @@ func FindBinaries() (Binaries, error) {
 		missing = append(missing, "etcd (apt-get install etcd-server)")
 	}
 	b.Etcd = etcd
+	if b.Containerd, err = exec.LookPath("containerd"); err != nil {
+		missing = append(missing, "containerd (apt-get install containerd)")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		missing = append(missing, "runc (apt-get install runc)")
+	}
+	b.CNIDir = "/usr/lib/cni"
+	if _, err := os.Stat(filepath.Join(b.CNIDir, "bridge")); err != nil {
+		missing = append(missing, "the CNI plugins in /usr/lib/cni (apt-get install containernetworking-plugins)")
+	}
 	dir := os.Getenv(BinDirEnv)
 	if dir == "" {
 		root, err := repoRoot()
@@ -45,7 +64,11 @@ func FindBinaries() (Binaries, error) {
 	}
 	b.APIServer = filepath.Join(dir, "kube-apiserver")
 	b.ControllerManager = filepath.Join(dir, "kube-controller-manager")
-	for _, p := range []string{b.APIServer, b.ControllerManager} {
+	b.Scheduler = filepath.Join(dir, "kube-scheduler")
+	b.Kubelet = filepath.Join(dir, "kubelet")
+	b.Kaniko = filepath.Join(dir, "kaniko-executor")
+	b.Pause = filepath.Join(dir, "pause")
+	for _, p := range []string{b.APIServer, b.ControllerManager, b.Scheduler, b.Kubelet, b.Kaniko, b.Pause} {
 		if info, err := os.Stat(p); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
 			missing = append(missing, p+" (go tool task k8s:binaries)")
 		}

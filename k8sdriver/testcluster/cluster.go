@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -23,7 +25,8 @@ import (
 // groups and no permissions until a test binds a role to it.
 const ControlPlaneUser = "sless-control-plane"
 
-// Cluster is a running etcd + kube-apiserver + kube-controller-manager.
+// Cluster is a running etcd + kube-apiserver + kube-controller-manager +
+// kube-scheduler, and one real node.
 type Cluster struct {
 	// Admin is a client config with system:masters rights.
 	Admin *rest.Config
@@ -32,15 +35,18 @@ type Cluster struct {
 	// Started is how long Start took until the API server was ready and the
 	// controller manager was running.
 	Started time.Duration
+	// Node is the cluster's node, where the pods run.
+	Node *Node
 
-	dir            string
-	cpToken        string
-	etcd, api, kcm *proc
+	dir                       string
+	cpToken                   string
+	etcd, api, kcm, scheduler *proc
 }
 
 // Start runs a cluster from bins with its state in dir (which it does not
-// remove). It returns once the API server answers /readyz and the default
-// ServiceAccount of namespace default exists (the controller manager works).
+// remove). It returns once the API server answers /readyz, the default
+// ServiceAccount of namespace default exists (the controller manager works)
+// and the node is Ready with its images in the registry.
 func Start(ctx context.Context, bins Binaries, dir string) (_ *Cluster, err error) {
 	began := time.Now()
 	ports, err := freePorts(3)
@@ -91,7 +97,9 @@ func Start(ctx context.Context, bins Binaries, dir string) (_ *Cluster, err erro
 		"--authorization-mode=RBAC", "--token-auth-file="+filepath.Join(dir, "tokens.csv"),
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
-		"--cert-dir="+certDir, "--allow-privileged=false", "--v=1")
+		"--cert-dir="+certDir, "--allow-privileged=false",
+		// The node's name resolves to loopback, where its kubelet listens.
+		"--kubelet-preferred-address-types=Hostname", "--v=1")
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +139,15 @@ func Start(ctx context.Context, bins Binaries, dir string) (_ *Cluster, err erro
 	}, c.etcd, c.api, c.kcm); err != nil {
 		return nil, err
 	}
+	c.scheduler, err = startProc("kube-scheduler", dir, bins.Scheduler,
+		"--kubeconfig="+kubeconfig, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
+		"--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false", "--v=1")
+	if err != nil {
+		return nil, err
+	}
+	if c.Node, err = startNode(ctx, c, bins, dir); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	c.Started = time.Since(began)
 	return c, nil
 }
@@ -143,19 +160,30 @@ func (c *Cluster) ControlPlaneConfig() *rest.Config {
 	return cfg
 }
 
-// Stop ends the processes, controller manager first.
-func (c *Cluster) Stop() {
-	for _, p := range []*proc{c.kcm, c.api, c.etcd} {
+// Stop ends the node (undoing what it changed on the machine), then the
+// control plane's processes, controller manager first. It returns what
+// could not be undone.
+func (c *Cluster) Stop() error {
+	var err error
+	if c.Node != nil {
+		err = c.Node.stop()
+	}
+	for _, p := range []*proc{c.scheduler, c.kcm, c.api, c.etcd} {
 		if p != nil {
 			p.stop(10 * time.Second)
 		}
 	}
+	return err
 }
 
 // Logs returns the last lines of every process's log, for a failing test.
 func (c *Cluster) Logs(lines int) string {
 	var out string
-	for _, p := range []*proc{c.etcd, c.api, c.kcm} {
+	procs := []*proc{c.etcd, c.api, c.kcm, c.scheduler}
+	if c.Node != nil {
+		procs = append(procs, c.Node.procs()...)
+	}
+	for _, p := range procs {
 		if p != nil {
 			out += "--- " + p.name + "\n" + p.tail(lines) + "\n"
 		}
@@ -202,4 +230,25 @@ func writeKeyPair(keyPath, pubPath string) error {
 		return err
 	}
 	return os.WriteFile(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
+}
+
+// Describe returns the pods of namespace ns with their containers' states
+// and the namespace's events, and the end of the node's logs: what a
+// failing test shows.
+func (c *Cluster) Describe(ctx context.Context, ns string) string {
+	var b strings.Builder
+	if pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pods.Items {
+			fmt.Fprintf(&b, "pod %s: %s node=%q ip=%s\n", p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.PodIP)
+			for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+				fmt.Fprintf(&b, "  container %s: restarts=%d state=%+v last=%+v\n", cs.Name, cs.RestartCount, cs.State, cs.LastTerminationState)
+			}
+		}
+	}
+	if events, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, e := range events.Items {
+			fmt.Fprintf(&b, "event %s %s: %s %s\n", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+	return b.String() + c.Logs(15)
 }

@@ -23,9 +23,9 @@ type Kubelet struct {
 	nodeErr  error
 }
 
-// NodeName is the Node the stand-in binds pods to: controllers such as the
+// FakeNodeName is the Node the stand-in binds pods to: controllers such as the
 // EndpointSlice controller skip pods that run on no known node.
-const NodeName = "stand-in"
+const FakeNodeName = "fake-node"
 
 // NewKubelet returns a Kubelet that writes status through client.
 func NewKubelet(client kubernetes.Interface) *Kubelet { return &Kubelet{client: client} }
@@ -45,7 +45,7 @@ type Outcome struct {
 	Restarts int32
 }
 
-// Set binds pod to NodeName, as the scheduler would, then writes its status
+// Set binds pod to FakeNodeName, as the scheduler would, then writes its status
 // as o says and returns the updated pod.
 func (k *Kubelet) Set(ctx context.Context, pod *corev1.Pod, o Outcome) (*corev1.Pod, error) {
 	if pod.Spec.NodeName == "" {
@@ -147,7 +147,7 @@ func (k *Kubelet) Serve(ctx context.Context, namespace string, decide func(*core
 // bind assigns the pod to the stand-in's Node, creating the Node first.
 func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) error {
 	k.nodeOnce.Do(func() {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: NodeName, Labels: map[string]string{"kubernetes.io/hostname": NodeName}}}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: FakeNodeName, Labels: map[string]string{"kubernetes.io/hostname": FakeNodeName}}}
 		_, k.nodeErr = k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(k.nodeErr) {
 			k.nodeErr = nil
@@ -156,14 +156,14 @@ func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) error {
 	if k.nodeErr != nil {
 		return k.nodeErr
 	}
-	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}, Target: corev1.ObjectReference{Kind: "Node", Name: NodeName}}
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}, Target: corev1.ObjectReference{Kind: "Node", Name: FakeNodeName}}
 	return k.client.CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{})
 }
 
 // finishDeletion removes a pod that is being deleted gracefully, as a
 // kubelet does once its containers stopped: pods bound to a node wait for that.
 func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod, report func(error)) {
-	if pod.Spec.NodeName != NodeName {
+	if pod.Spec.NodeName != FakeNodeName {
 		return
 	}
 	err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0)), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
