@@ -99,7 +99,9 @@ func Start(ctx context.Context, bins Binaries, dir string) (_ *Cluster, err erro
 		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
 		"--cert-dir="+certDir, "--allow-privileged=false",
 		// The node's name resolves to loopback, where its kubelet listens.
-		"--kubelet-preferred-address-types=Hostname", "--v=1")
+		"--kubelet-preferred-address-types=Hostname",
+		// A fake namespace's pods get its node selector (see FakeNodeLabel).
+		"--enable-admission-plugins=PodNodeSelector", "--v=1")
 	if err != nil {
 		return nil, err
 	}

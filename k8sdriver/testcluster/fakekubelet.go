@@ -13,22 +13,35 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Kubelet stands in for the kubelet this cluster does not have: it writes
-// pod status as a kubelet would after starting, stopping or restarting the
-// containers. No container runs; a test says what each one did.
-type Kubelet struct {
+// FakeKubeletForTest writes pod status as a kubelet would after starting,
+// stopping or restarting the containers, for tests that need an outcome the
+// real node would take long or be unable to produce on cue (an OOM kill, a
+// deadline, a restart count). No container runs; a test says what each one
+// did. Its pods live in fake namespaces (Cluster.FakeNamespace), which the
+// real scheduler never places on the real node; it binds them to a Node of
+// its own, FakeNodeName, which runs nothing.
+type FakeKubeletForTest struct {
 	client   kubernetes.Interface
 	nextIP   atomic.Uint32
 	nodeOnce sync.Once
 	nodeErr  error
 }
 
-// FakeNodeName is the Node the stand-in binds pods to: controllers such as the
-// EndpointSlice controller skip pods that run on no known node.
+// FakeNodeName is the Node the fake kubelet binds pods to: controllers such
+// as the EndpointSlice controller skip pods that run on no known node. It
+// carries FakeNodeLabel and a NoSchedule taint of that key, so the scheduler
+// places nothing there.
 const FakeNodeName = "fake-node"
 
-// NewKubelet returns a Kubelet that writes status through client.
-func NewKubelet(client kubernetes.Interface) *Kubelet { return &Kubelet{client: client} }
+// FakeNodeLabel is the label of the fake node, and the node selector that a
+// fake namespace gives its pods (the PodNodeSelector admission plugin):
+// the real node lacks it, so the scheduler leaves those pods to the fake kubelet.
+const FakeNodeLabel = "sless.dev/fake-node"
+
+// NewFakeKubeletForTest returns a fake kubelet that writes status through client.
+func NewFakeKubeletForTest(client kubernetes.Interface) *FakeKubeletForTest {
+	return &FakeKubeletForTest{client: client}
+}
 
 // Outcome is what happened to a pod's containers.
 type Outcome struct {
@@ -47,7 +60,7 @@ type Outcome struct {
 
 // Set binds pod to FakeNodeName, as the scheduler would, then writes its status
 // as o says and returns the updated pod.
-func (k *Kubelet) Set(ctx context.Context, pod *corev1.Pod, o Outcome) (*corev1.Pod, error) {
+func (k *FakeKubeletForTest) Set(ctx context.Context, pod *corev1.Pod, o Outcome) (*corev1.Pod, error) {
 	if pod.Spec.NodeName == "" {
 		if err := k.bind(ctx, pod); err != nil {
 			return nil, err
@@ -100,7 +113,7 @@ func (k *Kubelet) Set(ctx context.Context, pod *corev1.Pod, o Outcome) (*corev1.
 // Serve watches the pods of namespace until ctx ends and writes, once for
 // each new pod, the status decide returns for it (a zero Outcome leaves the
 // pod alone). Errors other than a vanished pod go to report.
-func (k *Kubelet) Serve(ctx context.Context, namespace string, decide func(*corev1.Pod) Outcome, report func(error)) {
+func (k *FakeKubeletForTest) Serve(ctx context.Context, namespace string, decide func(*corev1.Pod) Outcome, report func(error)) {
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	go func() {
@@ -129,12 +142,12 @@ func (k *Kubelet) Serve(ctx context.Context, namespace string, decide func(*core
 							delete(seen, string(pod.UID))
 							mu.Unlock()
 						default:
-							report(fmt.Errorf("kubelet stand-in: set status of %s: %w", pod.Name, err))
+							report(fmt.Errorf("fake kubelet: set status of %s: %w", pod.Name, err))
 						}
 					}
 				}
 			} else if ctx.Err() == nil {
-				report(fmt.Errorf("kubelet stand-in: list pods: %w", err))
+				report(fmt.Errorf("fake kubelet: list pods: %w", err))
 			}
 			select {
 			case <-ctx.Done():
@@ -144,10 +157,13 @@ func (k *Kubelet) Serve(ctx context.Context, namespace string, decide func(*core
 	}()
 }
 
-// bind assigns the pod to the stand-in's Node, creating the Node first.
-func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) error {
+// bind assigns the pod to the fake kubelet's Node, creating the Node first.
+func (k *FakeKubeletForTest) bind(ctx context.Context, pod *corev1.Pod) error {
 	k.nodeOnce.Do(func() {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: FakeNodeName, Labels: map[string]string{"kubernetes.io/hostname": FakeNodeName}}}
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: FakeNodeName, Labels: map[string]string{"kubernetes.io/hostname": FakeNodeName, FakeNodeLabel: "true"}},
+			Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: FakeNodeLabel, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+		}
 		_, k.nodeErr = k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(k.nodeErr) {
 			k.nodeErr = nil
@@ -162,13 +178,13 @@ func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) error {
 
 // finishDeletion removes a pod that is being deleted gracefully, as a
 // kubelet does once its containers stopped: pods bound to a node wait for that.
-func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod, report func(error)) {
+func (k *FakeKubeletForTest) finishDeletion(ctx context.Context, pod *corev1.Pod, report func(error)) {
 	if pod.Spec.NodeName != FakeNodeName {
 		return
 	}
 	err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0)), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
 	if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		report(fmt.Errorf("kubelet stand-in: delete %s: %w", pod.Name, err))
+		report(fmt.Errorf("fake kubelet: delete %s: %w", pod.Name, err))
 	}
 }
 

@@ -38,6 +38,10 @@ type nodeState struct {
 	Cgroup string `json:"cgroup"` // the kubelet's cgroup root, e.g. /sless-tc-0a1b2c
 }
 
+// user is the node's entry among the users of the kernel settings: its
+// process and its bridge (a process may run several nodes).
+func (s nodeState) user() string { return strconv.Itoa(s.PID) + "/" + s.Bridge }
+
 func (s nodeState) write() error {
 	data, _ := json.Marshal(s)
 	return os.WriteFile(filepath.Join(s.Dir, "node.json"), data, 0o600)
@@ -65,7 +69,7 @@ func (s nodeState) undo() error {
 		}
 	}
 	removeLinksInto("/var/log/containers", s.Dir)
-	errs = append(errs, releaseSysctls(s.PID))
+	errs = append(errs, releaseSysctls(s.user()))
 	return errors.Join(errs...)
 }
 
@@ -264,12 +268,12 @@ func removeLinksInto(dir, target string) {
 // first node started, and the test processes whose nodes still run.
 type sysctlRecord struct {
 	Saved map[string]string `json:"saved"`
-	Users []int             `json:"users"`
+	Users []string          `json:"users"` // nodeState.user of the running nodes
 }
 
-// holdSysctls records the kernel settings kubelet changes, unless a node of
-// another run already did, and adds pid to their users.
-func holdSysctls(pid int) error {
+// holdSysctls records the kernel settings kubelet changes, unless a running
+// node already did, and adds user (nodeState.user) to their users.
+func holdSysctls(user string) error {
 	return withHostLock(func(r *sysctlRecord) error {
 		if len(r.Users) == 0 {
 			r.Saved = map[string]string{}
@@ -281,19 +285,23 @@ func holdSysctls(pid int) error {
 				r.Saved[k] = strings.TrimSpace(string(v))
 			}
 		}
-		if !slices.Contains(r.Users, pid) {
-			r.Users = append(r.Users, pid)
+		if !slices.Contains(r.Users, user) {
+			r.Users = append(r.Users, user)
 		}
 		return nil
 	})
 }
 
-// releaseSysctls removes pid (and processes that are gone) from the users;
+// releaseSysctls removes user (and the users whose process is gone) from the users;
 // when none is left it writes the recorded settings back and removes the
 // empty folders the nodes' programs make outside theirs.
-func releaseSysctls(pid int) error {
+func releaseSysctls(user string) error {
 	return withHostLock(func(r *sysctlRecord) error {
-		r.Users = slices.DeleteFunc(r.Users, func(u int) bool { return u == pid || !alive(u) })
+		r.Users = slices.DeleteFunc(r.Users, func(u string) bool {
+			pid, _, _ := strings.Cut(u, "/")
+			n, _ := strconv.Atoi(pid)
+			return u == user || !alive(n)
+		})
 		if len(r.Users) > 0 || r.Saved == nil {
 			return nil
 		}

@@ -82,14 +82,29 @@ func Get(t testing.TB) *Cluster {
 	return shared
 }
 
-// Namespace creates a namespace of its own for the test, labelled like a
-// tenant namespace is, and deletes it when the test ends.
+// Namespace creates a namespace of its own for the test and deletes it when
+// the test ends.
 func (c *Cluster) Namespace(t testing.TB, prefix string) string {
 	t.Helper()
+	return c.namespace(t, prefix, nil)
+}
+
+// FakeNamespace is Namespace for the pods of a FakeKubeletForTest: the
+// scheduler never places them on the real node.
+func (c *Cluster) FakeNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	return c.namespace(t, prefix, FakeNamespaceAnnotations)
+}
+
+// FakeNamespaceAnnotations make a namespace fake (see FakeNamespace), for a
+// test that creates the namespace itself.
+var FakeNamespaceAnnotations = map[string]string{"scheduler.alpha.kubernetes.io/node-selector": FakeNodeLabel + "=true"}
+
+func (c *Cluster) namespace(t testing.TB, prefix string, annotations map[string]string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := strings.TrimSuffix(prefix, "-") + "-" + randomHex(5)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}

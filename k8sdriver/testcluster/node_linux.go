@@ -70,10 +70,20 @@ func startNode(ctx context.Context, c *Cluster, bins Binaries, dir string) (_ *N
 	if err := n.startContainerd(bins, dir); err != nil {
 		return nil, err
 	}
+	// kubelet gives up at once on a runtime it cannot reach.
+	if err := waitFor(ctx, "containerd's socket", func(context.Context) error {
+		conn, err := net.Dial("unix", n.containerdSocket())
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	}, n.containerd); err != nil {
+		return nil, err
+	}
 	if err := makeCgroup(n.state.Cgroup); err != nil {
 		return nil, err
 	}
-	if err := holdSysctls(n.state.PID); err != nil {
+	if err := holdSysctls(n.state.user()); err != nil {
 		return nil, err
 	}
 	if err := n.startKubelet(c.Admin, bins, dir); err != nil {

@@ -13,15 +13,16 @@ import (
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
-// TestJobRunsThroughTheStandIn: the controller manager turns a Job into a
-// pod, the stand-in kubelet ends it, and the Job completes.
-func TestJobRunsThroughTheStandIn(t *testing.T) {
+// TestJobRunsThroughTheFakeKubelet: the controller manager turns a Job of a
+// fake namespace into a pod, the fake kubelet ends it (the real node never
+// gets it), and the Job completes.
+func TestJobRunsThroughTheFakeKubelet(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Get(t)
-	ns := c.Namespace(t, "tc")
+	ns := c.FakeNamespace(t, "tc")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	testcluster.NewKubelet(c.Client).Serve(ctx, ns, func(*corev1.Pod) testcluster.Outcome {
+	testcluster.NewFakeKubeletForTest(c.Client).Serve(ctx, ns, func(*corev1.Pod) testcluster.Outcome {
 		return testcluster.Outcome{Phase: corev1.PodSucceeded, Reason: "Completed"}
 	}, func(err error) { t.Error(err) })
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -35,6 +36,10 @@ func TestJobRunsThroughTheStandIn(t *testing.T) {
 			t.Fatal(err)
 		}
 		if j.Status.Succeeded == 1 && j.Status.CompletionTime != nil {
+			pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil || len(pods.Items) != 1 || pods.Items[0].Spec.NodeName != testcluster.FakeNodeName {
+				t.Fatalf("pods = %+v, %v; want one on %s", pods, err, testcluster.FakeNodeName)
+			}
 			return
 		}
 		select {
