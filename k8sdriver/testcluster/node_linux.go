@@ -243,7 +243,9 @@ state = %[2]q
 	return err
 }
 
-func (n *Node) containerdSocket() string { return filepath.Join(n.state.Dir, "containerd", "containerd.sock") }
+func (n *Node) containerdSocket() string {
+	return filepath.Join(n.state.Dir, "containerd", "containerd.sock")
+}
 
 // startKubelet writes the kubelet's configuration and starts it. Kubelet's
 // API is on loopback, reached by the API server for logs; it trusts any
