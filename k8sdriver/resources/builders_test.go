@@ -477,3 +477,21 @@ func egressAllows(np *networkingv1.NetworkPolicy, addr netip.Addr, port int32) b
 	}
 	return false
 }
+
+// TestKanikoArgsForAMirroredRegistry: mirrors and plain-HTTP registries
+// become kaniko flags in a fixed order, and only when configured.
+func TestKanikoArgsForAMirroredRegistry(t *testing.T) {
+	t.Parallel()
+	b := goldenBuild(domain.RuntimePython311, "handler.handle")
+	cfg := Config{Registry: "10.1.2.3:5000/sless", S3: S3Config{Bucket: "sless-code"},
+		RegistryMirrors:    map[string]string{"index.docker.io": "10.1.2.3:5000", "gcr.io": "10.1.2.3:5000"},
+		InsecureRegistries: []string{"10.1.2.3:5000"}}
+	args := strings.Join(KanikoArgs(cfg, b), " ")
+	want := "--registry-map=gcr.io=10.1.2.3:5000 --registry-map=index.docker.io=10.1.2.3:5000 --insecure-registry=10.1.2.3:5000"
+	if !strings.Contains(args, want) {
+		t.Errorf("args %q lack %q", args, want)
+	}
+	if plain := strings.Join(KanikoArgs(Config{Registry: "r/sless", S3: S3Config{Bucket: "b"}}, b), " "); strings.Contains(plain, "--registry-map") || strings.Contains(plain, "--insecure") {
+		t.Errorf("args without mirrors %q name one", plain)
+	}
+}

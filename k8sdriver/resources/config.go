@@ -25,6 +25,14 @@ type Config struct {
 	// KanikoImage is the builder image, pinned by digest in production
 	// (default DefaultKanikoImage).
 	KanikoImage string
+	// RegistryMirrors sends kaniko's pulls of a registry to another
+	// (kaniko --registry-map, e.g. "index.docker.io" -> "mirror.internal:5000"):
+	// an air-gapped cluster's base images come from its own registry.
+	RegistryMirrors map[string]string
+	// InsecureRegistries are the registries kaniko pulls from and pushes to
+	// over plain HTTP (kaniko --insecure-registry): a registry inside the
+	// cluster without TLS.
+	InsecureRegistries []string
 	// Cache turns on kaniko's layer cache (--cache=true), in CacheRepo when set.
 	Cache     bool
 	CacheRepo string

@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/slessio/sless/runtimes"
@@ -40,6 +42,12 @@ func KanikoArgs(cfg Config, b workers.BuildSpec) []string {
 	}
 	if cfg.Cache && cfg.CacheRepo != "" {
 		args = append(args, "--cache-repo="+cfg.CacheRepo)
+	}
+	for _, from := range slices.Sorted(maps.Keys(cfg.RegistryMirrors)) {
+		args = append(args, "--registry-map="+from+"="+cfg.RegistryMirrors[from])
+	}
+	for _, r := range cfg.InsecureRegistries {
+		args = append(args, "--insecure-registry="+r)
 	}
 	for _, ba := range buildArgs(b) {
 		args = append(args, "--build-arg="+ba)

@@ -46,7 +46,8 @@ func Dockerfile(baseImage string, steps ...ImageSteps) string {
 
 // BuildContext returns the tar.gz a builder (kaniko, or the local driver)
 // gets: the user's files under their names, their parent directories, and
-// the generated Dockerfile (with the runtime's steps). Output is deterministic: entries sorted by name,
+// the generated Dockerfile (with the runtime's steps), after an entry "./"
+// for the context's own folder. Output is deterministic: entries sorted by name,
 // fixed mtimes, root ownership, modes 0o755 for directories and the file's
 // Mode (0o644 or 0o755) for files, a gzip header without name or time. Bad
 // file names, a user Dockerfile, duplicates or a base image with spaces or
@@ -100,6 +101,11 @@ func BuildContext(files []File, baseImage string, steps ...ImageSteps) ([]byte, 
 	}
 	items = append(items, item{name: "Dockerfile", mode: 0o644, data: []byte(Dockerfile(baseImage, steps...))})
 	sort.Slice(items, func(i, j int) bool { return items[i].name < items[j].name })
+
+	// The context's own folder comes first, 0o755: kaniko makes the folder
+	// it unpacks into 0o750 and "COPY . <dir>/" gives <dir> that mode, which
+	// would lock the function's user out of its code.
+	items = append([]item{{name: ".", dir: true, mode: 0o755}}, items...)
 
 	var buf bytes.Buffer
 	gz, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)

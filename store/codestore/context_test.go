@@ -79,6 +79,7 @@ func TestBuildContextIsDeterministic(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %c %o %q", e.name, e.kind, e.mode, e.data))
 	}
 	want := []string{
+		`./ 5 755 ""`,
 		`Dockerfile 0 644 "FROM sless/python:3.11\nCOPY . /app/function/\n"`,
 		`handler.py 0 644 "def handle(e): return e\n"`,
 		`lib/ 5 755 ""`,

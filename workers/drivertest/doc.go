@@ -12,15 +12,9 @@
 // scale to zero, jobs and removal, each case in its own namespace and in
 // parallel.
 //
-// A harness whose platform runs no processes (k8sdriver's test cluster has
-// no kubelet) observes through hooks instead: Harness.Get answers requests
-// for the pod an endpoint leads to, FakeImageForTest predicts what the
-// builder and each container of a sample would do and print (from the build
-// context, build arguments and container environment the driver made), and
-// Harness.Skip names, with the reason, the cases that need a real process.
-// TestFakeImageMatchesRealRuntimes holds the predictions to the real
-// wrappers through the local driver.
+// Both drivers run the suite for real: the local driver on this machine's
+// interpreters, the Kubernetes driver on the test cluster's real node
+// (kaniko builds, pods, pod logs).
 //
-// It may import domain, runtimes, store/codestore and workers (its tests also
-// localdriver and s3embed).
+// It may import domain, runtimes, store/codestore and workers.
 package drivertest

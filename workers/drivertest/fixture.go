@@ -190,21 +190,10 @@ func get(ctx context.Context, c *http.Client, url string, v any) error {
 	return nil
 }
 
-// request asks the function served at endpoint for path and decodes its
-// 200 JSON answer into v: through Harness.Get when the harness has one,
-// else with a real GET on c.
+// request asks the function served at endpoint for path with a real GET on
+// c and decodes its 200 JSON answer into v.
 func (h Harness) request(ctx context.Context, c *http.Client, endpoint, path string, v any) error {
-	if h.Get == nil {
-		return get(ctx, c, h.URL(endpoint)+path, v)
-	}
-	body, err := h.Get(ctx, endpoint, path)
-	if err != nil || v == nil {
-		return err
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("GET %s%s: %v in %q", endpoint, path, err, body)
-	}
-	return nil
+	return get(ctx, c, h.URL(endpoint)+path, v)
 }
 
 // mustGet asks the function at endpoint for path; the request must succeed.

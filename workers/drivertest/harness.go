@@ -40,18 +40,10 @@ type Harness struct {
 	// reach; nil uses testutil.EndpointURL (http(s) endpoints as they are,
 	// Unix sockets through the suite's clients).
 	URL func(endpoint string) string
-	// Get asks the function served at endpoint (from Deploy) for path and
-	// returns the body of its 200 answer, or an error for a failed request
-	// (nothing listening, any other status). Nil sends a real HTTP GET to
-	// URL(endpoint)+path. A harness whose platform runs no processes
-	// (k8sdriver's test cluster has no kubelet) answers for the ready pod
-	// the endpoint leads to with FakeImageForTest.Answer, so that the cases
-	// check which version with which environment the driver made serve.
-	Get func(ctx context.Context, endpoint, path string) ([]byte, error)
 	// Skip names the cases (as Run names its subtests, e.g.
 	// "SwitchVersions/under-load") that cannot run against the driver, each
 	// with the reason; Run skips them with it and fails on a name that is no
-	// case. Only what needs a real process belongs here.
+	// case. Both drivers pass every case: it is empty for them.
 	Skip map[string]string
 
 	// BuildTimeout bounds one build (default 5 min).

@@ -18,22 +18,15 @@ type sample struct {
 // sampleRuntimes and its samples.
 type sampleRuntime struct {
 	word string // what its samples say their runtime is ("hello from <word>")
-	// raised is what its wrapper prints when the "fail" sample raises
-	// "bad input: <n>" (hasN: the event had "n").
-	raised func(n any, hasN bool) string
 	// traceback is what a failed job's stderr must also hold, "" for nothing.
 	traceback string
-	// spinOutlivesTimeout says that a busy loop keeps the wrapper from timing
-	// out (Node.js: its timer needs the event loop to turn), so the driver's
-	// deadline ends it.
-	spinOutlivesTimeout bool
 }
 
 // sampleRuntimes describes the samples of each runtime.
 var sampleRuntimes = map[domain.Runtime]sampleRuntime{
-	domain.RuntimePython311: {word: "python", raised: pythonRaised, traceback: "Traceback"},
-	domain.RuntimeNodeJS20:  {word: "node", raised: nodeRaised, spinOutlivesTimeout: true},
-	domain.RuntimeGo123:     {word: "go", raised: goRaised},
+	domain.RuntimePython311: {word: "python", traceback: "Traceback"},
+	domain.RuntimeNodeJS20:  {word: "node"},
+	domain.RuntimeGo123:     {word: "go"},
 }
 
 // The sample functions answer by event["action"] (jobs) or the request path

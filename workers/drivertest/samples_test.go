@@ -7,11 +7,11 @@ import (
 )
 
 // TestEveryRuntimeHasSamples: a runtime domain accepts is one the suite
-// knows how to predict (sampleRuntimes).
+// has samples for (sampleRuntimes).
 func TestEveryRuntimeHasSamples(t *testing.T) {
 	t.Parallel()
 	for _, r := range domain.Runtimes {
-		if s, ok := sampleRuntimes[r]; !ok || s.word == "" || s.raised == nil {
+		if s, ok := sampleRuntimes[r]; !ok || s.word == "" {
 			t.Errorf("sampleRuntimes has no complete row for %s: add it with the runtime's samples", r)
 		}
 	}
