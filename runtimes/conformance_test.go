@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -360,6 +361,7 @@ func TestConformance(t *testing.T) {
 			t.Run("load_failure", func(t *testing.T) { t.Parallel(); testLoadFailure(t, fx) })
 			t.Run("check", func(t *testing.T) { t.Parallel(); testCheck(t, fx) })
 			t.Run("job", func(t *testing.T) { t.Parallel(); testJob(t, fx) })
+			t.Run("sigterm_as_pid_1", func(t *testing.T) { t.Parallel(); testSigtermAsPID1(t, fx) })
 		})
 	}
 }
@@ -724,6 +726,68 @@ func testJob(t *testing.T, fx fixture) {
 		got := runJob(t, spec, entry(fx.entrypoint), "SAMPLE_FAIL_LOAD=1")
 		if got.code == 0 || !strings.Contains(got.stderr, "load failed on purpose") {
 			t.Errorf("exit %d, stderr %q; want non-zero with the reason", got.code, got.stderr)
+		}
+	})
+}
+
+// testSigtermAsPID1 runs the wrapper as the first process of a PID namespace,
+// as in a container, where a signal with no handler is ignored: SIGTERM must
+// still end a server at once (exit 0, although a keep-alive connection of
+// the proxy stays open) and a job (143; Go's runtime: 2), not leave a
+// stopped pod to wait for its grace period and a kill.
+func testSigtermAsPID1(t *testing.T, fx fixture) {
+	if os.Geteuid() != 0 {
+		t.Skip("a PID namespace of its own needs root") // CI runs as root
+	}
+	dir := mustPrepare(t, fx.runtime, "handler", fx.entrypoint)
+	asPID1 := func(spec runtimes.Spec) runtimes.Spec {
+		spec.Args = append([]string{"--pid", "--fork", "--kill-child", "--", spec.Path}, spec.Args...)
+		spec.Path = "/usr/bin/unshare"
+		return spec
+	}
+	// first is the wrapper: the only child of unshare.
+	first := func(p *process) int {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.cmd.Process.Pid, p.cmd.Process.Pid))
+			if f := strings.Fields(string(data)); len(f) == 1 {
+				pid, _ := strconv.Atoi(f[0])
+				return pid
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatal("unshare started no process")
+		return 0
+	}
+	t.Run("server", func(t *testing.T) {
+		p := startProcess(t, asPID1(mustCommand(t, fx.runtime, dir, runtimes.ModeServer)), entry(fx.entrypoint))
+		p.waitReady(t)
+		// A keep-alive connection stays open in the client's pool.
+		if resp, err := p.client.Get(p.url + "/"); err != nil {
+			t.Fatal(err)
+		} else {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		stopped := time.Now()
+		if err := syscall.Kill(first(p), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := p.waitExit(t); code != 0 {
+			t.Errorf("exit code %d after SIGTERM, want 0", code)
+		}
+		if took := time.Since(stopped); took > 5*time.Second {
+			t.Errorf("SIGTERM ended the server after %s", took)
+		}
+	})
+	t.Run("job", func(t *testing.T) {
+		p := startProcess(t, asPID1(mustCommand(t, fx.runtime, dir, runtimes.ModeJob)), entry(fx.entrypoint), runtimes.EnvEvent+`={"_path": "/sleep"}`)
+		time.Sleep(time.Second)
+		if err := syscall.Kill(first(p), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := p.waitExit(t); code != 143 && !(fx.runtime == "go1.23" && code == 2) {
+			t.Errorf("exit code %d after SIGTERM, want 143", code)
 		}
 	})
 }

@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -125,7 +126,21 @@ func slessServe() int {
 		ReadHeaderTimeout: time.Minute,
 		ErrorLog:          log.New(slessStderr, "sless: ", 0),
 	}
+	// SIGTERM (a pod or a process being stopped): take no new connections,
+	// let the requests in flight finish, exit 0.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM)
+	stopped := make(chan struct{})
+	go func() {
+		<-stop
+		_ = srv.Shutdown(context.Background())
+		close(stopped)
+	}()
 	err = srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		<-stopped
+		return 0
+	}
 	fmt.Fprintf(slessStderr, "sless: %v\n", err)
 	return 1
 }

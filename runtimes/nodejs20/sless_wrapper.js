@@ -305,6 +305,13 @@ function serve (entrypoint) {
   const loadFunction = () => {
     load(entrypoint).then((fn) => { userFunction = fn }, (err) => failLoad(entrypoint, err))
   }
+  // SIGTERM (a pod or a process being stopped): take no new connections,
+  // let the requests in flight finish, exit 0.
+  process.removeAllListeners('SIGTERM')
+  process.on('SIGTERM', () => {
+    server.close(() => process.exit(0))
+    server.closeIdleConnections()
+  })
   if (fd) server.listen({ fd: Number(fd) }, loadFunction) // a TCP or a Unix socket, listening already
   else server.listen(Number(process.env.PORT || 8080), process.env.SLESS_HOST || undefined, loadFunction)
 }
@@ -373,6 +380,9 @@ function main () {
   captureStream(process.stderr, false)
   const entrypoint = process.env.SLESS_ENTRYPOINT || ''
   const mode = process.env.SLESS_MODE || 'server'
+  // As the first process of a container (PID 1) Node.js would ignore
+  // SIGTERM, leaving a stopped pod to wait for its grace period and a kill.
+  process.on('SIGTERM', () => process.exit(143))
   if (mode === 'server') serve(entrypoint)
   else if (mode === 'job') runJob(entrypoint)
   else if (mode === 'check') check(entrypoint)

@@ -19,6 +19,7 @@ import importlib
 import json
 import os
 import re
+import signal
 import socket
 import socketserver
 import sys
@@ -44,6 +45,8 @@ FD_NUMBER = re.compile(r"[0-9]+")
 # The capture of the invocation running in the current thread (or asyncio task), if any.
 _capture = contextvars.ContextVar("sless_capture", default=None)
 _function = None  # the user's function once loaded; health answers 503 until then
+_busy = 0  # requests being answered, under _idle
+_idle = threading.Condition()
 
 
 class _Capture:
@@ -286,6 +289,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return body
 
     def _serve(self):
+        global _busy
+        with _idle:
+            _busy += 1
+        try:
+            self._answer()
+        finally:
+            with _idle:
+                _busy -= 1
+                _idle.notify_all()
+
+    def _answer(self):
         path, _, query = self.path.partition("?")
         function = _function
         if path == HEALTH_PATH or function is None:
@@ -383,6 +397,13 @@ def _serve(entrypoint):
     # holds Python's default recursion limit with room to spare.
     threading.stack_size(2 << 20)
     server = _listen()
+
+    def stop(signum, frame):
+        # SIGTERM (a pod or a process being stopped): take no new
+        # connections, let the requests in flight finish, exit 0.
+        threading.Thread(target=server.shutdown, name="sless-stop", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
     thread = threading.Thread(target=server.serve_forever, name="sless-http", daemon=True)
     thread.start()
     try:
@@ -390,6 +411,9 @@ def _serve(entrypoint):
     except BaseException as exc:
         _fail_load(entrypoint, exc)
     thread.join()
+    server.server_close()
+    with _idle:  # the requests in flight finish (the pod's grace period bounds this)
+        _idle.wait_for(lambda: _busy == 0)
 
 
 def _time_out(seconds):
@@ -462,6 +486,9 @@ def main():
     sys.path[0] = FUNCTION_DIR  # the user's modules, not this file's folder
     entrypoint = os.environ.get("SLESS_ENTRYPOINT", "")
     mode = os.environ.get("SLESS_MODE") or "server"
+    # As the first process of a container (PID 1) Python would ignore
+    # SIGTERM, leaving a stopped pod to wait for its grace period and a kill.
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(128 + signum))
     if mode == "server":
         _serve(entrypoint)
     elif mode == "job":
