@@ -43,7 +43,7 @@ func TestPodSecurityAdmission(t *testing.T) {
 			t.Errorf("%s pod refused in a tenant namespace: %v", name, err)
 		}
 	}
-	if err := create("sless-builds", "kaniko", kaniko); err != nil {
+	if err := create(e.cfg.BuildNamespace, "kaniko", kaniko); err != nil {
 		t.Errorf("kaniko refused in the build namespace: %v", err)
 	}
 	for name, spec := range map[string]corev1.PodSpec{

@@ -24,7 +24,7 @@ func TestBuild(t *testing.T) {
 	if err != nil || res.Failed || res.Image != resources.Image(e.cfg.Registry, b) || !strings.Contains(res.Log, "Pushed") {
 		t.Fatalf("Build = %+v, %v", res, err)
 	}
-	got, err := e.c.Client.BatchV1().Jobs("sless-builds").Get(e.ctx(), job, metav1.GetOptions{})
+	got, err := e.c.Client.BatchV1().Jobs(fakeBuildNamespace).Get(e.ctx(), job, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestBuild(t *testing.T) {
 	if err != nil || again.Image != res.Image {
 		t.Fatalf("Build again = %+v, %v", again, err)
 	}
-	if pods := e.pods("sless-builds", map[string]string{resources.LabelBuild: job}); len(pods) != 1 {
+	if pods := e.pods(fakeBuildNamespace, map[string]string{resources.LabelBuild: job}); len(pods) != 1 {
 		t.Errorf("a rebuild of the same code started another build pod: %d pods", len(pods))
 	}
 }
@@ -62,10 +62,10 @@ func TestBuildFailure(t *testing.T) {
 	if !strings.Contains(res.Message, compilerSays) || !strings.Contains(res.Log, compilerSays) {
 		t.Errorf("message %q and log %q must carry the builder's output", res.Message, res.Log)
 	}
-	if pods := e.pods("sless-builds", map[string]string{resources.LabelBuild: job}); len(pods) != 2 {
+	if pods := e.pods(fakeBuildNamespace, map[string]string{resources.LabelBuild: job}); len(pods) != 2 {
 		t.Errorf("build pods = %d, want 2 (one retry)", len(pods))
 	}
-	got, err := e.c.Client.BatchV1().Jobs("sless-builds").Get(e.ctx(), job, metav1.GetOptions{})
+	got, err := e.c.Client.BatchV1().Jobs(fakeBuildNamespace).Get(e.ctx(), job, metav1.GetOptions{})
 	if err != nil || !slices.Contains(got.Spec.Template.Spec.Containers[0].Args, "--cache=true") {
 		t.Errorf("the stored job lacks --cache=true with Config.Cache on: %v", err)
 	}

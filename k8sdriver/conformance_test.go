@@ -2,96 +2,119 @@ package k8sdriver
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/workers/drivertest"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
-// conformanceRegistry is the registry of the conformance run's driver: the
-// fake node handles the pods of its images only, and leaves the other
-// tests' pods to their own kubelet stand-ins.
-const conformanceRegistry = "registry.conformance.test/sless"
-
-// TestConformance runs the driver suite against the driver on the real
-// kube-apiserver and controller manager, with a real S3 server for the
-// code. The cluster has no node: fakeNodeForTest writes pod status and
-// serves pod logs as a kubelet running the suite's samples would, and
-// answers requests to a Service for a ready pod behind it.
+// TestConformance runs the driver suite, with no case skipped, against the
+// driver on the test cluster's real node: kaniko Jobs build the samples'
+// images from build contexts in a real S3 server and push them to the
+// node's registry, pods run them, the suite calls them at their pod
+// addresses (EndpointSlices), and job results are the pods' output read
+// through the API server.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Get(t)
-	ensureBuildNamespace(t, c)
-	code := newConformanceCodeStore(t)
-	logs := &fakeKubeletLogs{}
-	cfg := Config{
-		Registry: conformanceRegistry,
-		S3:       S3Config{Bucket: conformanceBucket, Endpoint: "http://s3.conformance.test:9000"},
-		Poll:     50 * time.Millisecond,
-		Logs:     logs,
+	d, code := realNodeDriver(t, c, func(cfg *Config) {
 		// The Node.js busy loop blocks the wrapper's own timer: only the
 		// Job's deadline (timeout_sec + this grace) ends it.
-		JobStartGrace: 2 * time.Second,
+		cfg.JobStartGrace = 5 * time.Second
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	failures := &drivertest.FailureRecorder{}
+	go d.WatchCrashLoops(ctx, 250*time.Millisecond, failures.Record)
+
+	drivertest.Run(t, drivertest.Harness{
+		Driver:           d,
+		Code:             code,
+		BaseImage:        func(rt domain.Runtime) string { return testcluster.RuntimeImage(string(rt)) },
+		WaitCrashLoop:    failures.Wait,
+		Leftovers:        d.Leftovers,
+		BuildTimeout:     10 * time.Minute,
+		DeployTimeout:    3 * time.Minute,
+		CrashLoopTimeout: 3 * time.Minute,
+		// Long enough for Deploy to see the pod available before it crashes.
+		CrashAfter: 5 * time.Second,
+		Drain:      2 * time.Second,
+	})
+}
+
+// codeBucket is the bucket of the build contexts, named in kaniko's --context.
+const codeBucket = "sless-code"
+
+// realNodeDriver returns a driver configured for the test cluster's node as
+// deploy/ configures one for a real cluster, but for where images and code
+// live: the node's registry (also standing in, through kaniko's registry
+// map, for the registries the base images come from) and an embedded S3
+// server on the node's bridge, where pods reach it. It uses the real
+// log source and the real build namespace, made as deploy/ makes it with
+// the S3 server's credentials.
+func realNodeDriver(t *testing.T, c *testcluster.Cluster, change func(*Config)) (*Driver, *codestore.Store) {
+	t.Helper()
+	const access, secret = "sless-test", "sless-test-secret"
+	srv, err := s3embed.Start(context.Background(), s3embed.Options{Dir: t.TempDir(), Addr: net.JoinHostPort(c.Node.BridgeIP, "0"),
+		AccessKey: access, SecretKey: secret, Buckets: []string{codeBucket}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	code, err := codestore.New(context.Background(), codestore.Config{Endpoint: srv.URL(), AccessKey: access, SecretKey: secret, Bucket: codeBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyBuildNamespace(t, c, "sless-builds", nil, access, secret)
+	reg := c.Node.Registry.Host
+	cfg := Config{
+		Registry:           reg + "/sless",
+		S3:                 S3Config{Bucket: codeBucket, Endpoint: srv.URL()},
+		Endpoint:           EndpointSlices,
+		RegistryMirrors:    map[string]string{"index.docker.io": reg, "gcr.io": reg},
+		InsecureRegistries: []string{reg},
+		Poll:               100 * time.Millisecond,
+	}
+	if change != nil {
+		change(&cfg)
 	}
 	d, err := New(c.Client, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The cases run after this function returns: everything they use stops
-	// in Cleanup, not in a defer.
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	node := &fakeNodeForTest{ctx: ctx, client: c.Client, kubelet: testcluster.NewKubelet(c.Client), logs: logs,
-		code: code, bucket: conformanceBucket, registry: conformanceRegistry, report: func(err error) {
-			if ctx.Err() == nil { // the cases are over once ctx ends
-				t.Errorf("%v", err)
-			}
-		},
-		images: map[string]drivertest.FakeImageForTest{}, decided: map[types.UID]testcluster.Outcome{}}
-	node.kubelet.Serve(ctx, metav1.NamespaceAll, node.decide, node.report)
-	failures := &drivertest.FailureRecorder{}
-	go d.WatchCrashLoops(ctx, 100*time.Millisecond, failures.Record)
-
-	drivertest.Run(t, drivertest.Harness{
-		Driver:        d,
-		Code:          code,
-		WaitCrashLoop: failures.Wait,
-		Leftovers:     d.Leftovers,
-		Get:           node.get,
-		Skip: map[string]string{
-			"CrashRestart": "restarting a crashed container is the kubelet's work, not the driver's, and this cluster has " +
-				"no kubelet and runs no process to crash; the driver's side of restarts is CrashLoop",
-			"SwitchVersions/under-load": "needs real processes answering real requests while the rolling update replaces " +
-				"them; this cluster runs no containers (no kubelet, no kube-proxy); the rolling update itself is SwitchVersions/rolling",
-		},
-		BuildTimeout:     testTimeout,
-		DeployTimeout:    testTimeout,
-		CrashLoopTimeout: testTimeout,
-		// Long enough for Deploy to see the pod available through two
-		// controllers on a busy machine before it crashes.
-		CrashAfter: 3 * time.Second,
-	})
+	if d.cfg.KanikoImage != testcluster.KanikoImage {
+		t.Fatalf("the node has kaniko as %s, the driver runs %s", testcluster.KanikoImage, d.cfg.KanikoImage)
+	}
+	return d, code
 }
 
-// conformanceBucket is the code bucket, named in the kaniko --context.
-const conformanceBucket = "sless-code"
-
-// newConformanceCodeStore starts an embedded S3 server with a code store on it.
-func newConformanceCodeStore(t *testing.T) *codestore.Store {
+// applyBuildNamespace makes a build namespace as the deploy manifests do,
+// with the S3 credentials Secret and an empty registry login.
+func applyBuildNamespace(t *testing.T, c *testcluster.Cluster, ns string, annotations map[string]string, access, secret string) {
 	t.Helper()
-	srv, err := s3embed.Start(context.Background(), s3embed.Options{Dir: t.TempDir()})
-	if err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts := metav1.ApplyOptions{FieldManager: "test", Force: true}
+	nsObj := corev1ac.Namespace(ns).WithLabels(map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}).WithAnnotations(annotations)
+	if _, err := c.Client.CoreV1().Namespaces().Apply(ctx, nsObj, opts); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = srv.Close() })
-	st, err := codestore.New(context.Background(), codestore.Config{Endpoint: srv.URL(), AccessKey: "test", SecretKey: "testsecret", Bucket: conformanceBucket})
-	if err != nil {
-		t.Fatal(err)
+	for _, s := range []*corev1ac.SecretApplyConfiguration{
+		corev1ac.Secret("sless-s3", ns).WithStringData(map[string]string{resources.S3AccessKeyKey: access, resources.S3SecretKeyKey: secret}),
+		corev1ac.Secret("sless-registry", ns).WithType(corev1.SecretTypeDockerConfigJson).
+			WithStringData(map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`}),
+	} {
+		if _, err := c.Client.CoreV1().Secrets(ns).Apply(ctx, s, opts); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return st
 }

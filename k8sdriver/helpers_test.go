@@ -15,7 +15,6 @@ import (
 	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -24,9 +23,12 @@ func TestMain(m *testing.M) { testcluster.Main(m) }
 // testTimeout bounds one driver call in the integration tests.
 const testTimeout = 90 * time.Second
 
-// env is one integration test's world: the shared cluster, a tenant
-// namespace of its own, a driver, the kubelet stand-in writing pod status
-// as script says, and the faked log source.
+// env is the world of a test that needs outcomes on cue (an OOM kill, a
+// deadline, a crash loop's restart count, a refused pod): the shared
+// cluster, a fake tenant namespace of its own and the fake build namespace
+// (the real node never runs their pods), a driver, the fake kubelet writing
+// pod status as script says, and the faked log source. What really runs on
+// the node is TestConformance's.
 type env struct {
 	t       *testing.T
 	c       *testcluster.Cluster
@@ -34,7 +36,7 @@ type env struct {
 	cfg     Config
 	ns      string
 	logs    *fakeKubeletLogs
-	kubelet *testcluster.Kubelet
+	kubelet *testcluster.FakeKubeletForTest
 
 	mu     sync.Mutex
 	script func(*corev1.Pod) testcluster.Outcome
@@ -46,9 +48,9 @@ func setup(t *testing.T, change func(*Config), client kubernetes.Interface) *env
 	t.Helper()
 	c := testcluster.Get(t)
 	ensureBuildNamespace(t, c)
-	e := &env{t: t, c: c, ns: tenantNamespace(t, c), logs: &fakeKubeletLogs{}, kubelet: testcluster.NewKubelet(c.Client), script: defaultScript}
+	e := &env{t: t, c: c, ns: tenantNamespace(t, c), logs: &fakeKubeletLogs{}, kubelet: testcluster.NewFakeKubeletForTest(c.Client), script: defaultScript}
 	e.cfg = Config{Registry: "registry.test/sless", S3: S3Config{Bucket: "sless-code", Endpoint: "http://s3.test:9000"},
-		Poll: 50 * time.Millisecond, Logs: e.logs}
+		BuildNamespace: fakeBuildNamespace, Poll: 50 * time.Millisecond, Logs: e.logs}
 	if change != nil {
 		change(&e.cfg)
 	}
@@ -69,7 +71,7 @@ func setup(t *testing.T, change func(*Config), client kubernetes.Interface) *env
 		return e.script(p)
 	}
 	e.kubelet.Serve(ctx, e.ns, decide, report)
-	e.kubelet.Serve(ctx, "sless-builds", func(p *corev1.Pod) testcluster.Outcome {
+	e.kubelet.Serve(ctx, fakeBuildNamespace, func(p *corev1.Pod) testcluster.Outcome {
 		if p.Labels[resources.LabelNamespace] != e.ns {
 			return testcluster.Outcome{}
 		}
@@ -153,12 +155,17 @@ func (e *env) eventually(what string, cond func() bool) {
 	}
 }
 
-// tenantNamespace returns a fresh tenant namespace name; the namespace is
-// deleted when the test ends (the driver creates it).
+// tenantNamespace returns a fresh fake tenant namespace (the driver applies
+// its tenant objects); it is deleted when the test ends.
 func tenantNamespace(t *testing.T, c *testcluster.Cluster) string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	ns := "sless-" + hex.EncodeToString(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: testcluster.FakeNamespaceAnnotations}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -167,28 +174,16 @@ func tenantNamespace(t *testing.T, c *testcluster.Cluster) string {
 	return ns
 }
 
+// fakeBuildNamespace is the build namespace of the fake kubelet's tests.
+const fakeBuildNamespace = "sless-builds-fake"
+
 var buildNamespaceOnce sync.Once
 
-// ensureBuildNamespace creates sless-builds as the deploy manifests do, with
-// placeholder credentials Secrets.
+// ensureBuildNamespace creates the fake build namespace as the deploy
+// manifests create sless-builds, with placeholder credentials Secrets.
 func ensureBuildNamespace(t *testing.T, c *testcluster.Cluster) {
 	buildNamespaceOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		opts := metav1.ApplyOptions{FieldManager: "test", Force: true}
-		ns := corev1ac.Namespace("sless-builds").WithLabels(map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
-		if _, err := c.Client.CoreV1().Namespaces().Apply(ctx, ns, opts); err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range []*corev1ac.SecretApplyConfiguration{
-			corev1ac.Secret("sless-s3", "sless-builds").WithStringData(map[string]string{resources.S3AccessKeyKey: "test", resources.S3SecretKeyKey: "test"}),
-			corev1ac.Secret("sless-registry", "sless-builds").WithType(corev1.SecretTypeDockerConfigJson).
-				WithStringData(map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`}),
-		} {
-			if _, err := c.Client.CoreV1().Secrets("sless-builds").Apply(ctx, s, opts); err != nil {
-				t.Fatal(err)
-			}
-		}
+		applyBuildNamespace(t, c, fakeBuildNamespace, testcluster.FakeNamespaceAnnotations, "test", "test")
 	})
 }
 

@@ -50,7 +50,11 @@ func (d *Driver) startJob(ctx context.Context, job *batchv1ac.JobApplyConfigurat
 	return cur, nil
 }
 
-// waitJob waits until the Job is Complete or Failed, or gone.
+// waitJob waits until the Job is Complete or Failed, or gone. The
+// controller marks the outcome first with SuccessCriteriaMet or
+// FailureTarget and adds Complete or Failed only once the pods have
+// terminated; a pod killed at the deadline takes its grace period (30 s)
+// to go, so the first mark decides.
 func (d *Driver) waitJob(ctx context.Context, ns, name string) (jobOutcome, error) {
 	var out jobOutcome
 	err := d.poll(ctx, "job "+name, func() (bool, error) {
@@ -71,10 +75,10 @@ func (d *Driver) waitJob(ctx context.Context, ns, name string) (jobOutcome, erro
 				continue
 			}
 			switch c.Type {
-			case batchv1.JobComplete:
+			case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
 				out = jobOutcome{job: job}
 				return true, nil
-			case batchv1.JobFailed:
+			case batchv1.JobFailed, batchv1.JobFailureTarget:
 				out = jobOutcome{job: job, failed: true, reason: c.Reason, message: c.Message}
 				return true, nil
 			}

@@ -66,6 +66,12 @@ type config struct {
 	BuildCache     bool   // SLESS_BUILD_CACHE: kaniko --cache (kubernetes)
 	BuildCacheRepo string // SLESS_BUILD_CACHE_REPO (kubernetes)
 	BuildS3URL     string // SLESS_BUILD_S3_URL: S3 URL as kaniko pods see it; default from S3_ENDPOINT
+	// RegistryMirrors: SLESS_REGISTRY_MIRRORS, "registry=mirror,...": kaniko pulls base images from the mirror (kubernetes)
+	RegistryMirrors string
+	// InsecureRegistries: SLESS_INSECURE_REGISTRIES: registries kaniko uses over plain HTTP (kubernetes)
+	InsecureRegistries string
+	// FunctionEndpoint: SLESS_FUNCTION_ENDPOINT: how the proxy reaches a function's pods, service or endpointslices (kubernetes)
+	FunctionEndpoint string
 }
 
 func env(name, def string) string {
@@ -153,6 +159,9 @@ func bindConfig(fs *flag.FlagSet) *config {
 	fs.BoolVar(&c.BuildCache, "build-cache", env("SLESS_BUILD_CACHE", "") == "true", "kaniko layer cache (env SLESS_BUILD_CACHE=true)")
 	fs.StringVar(&c.BuildCacheRepo, "build-cache-repo", env("SLESS_BUILD_CACHE_REPO", ""), "kaniko cache repository (env SLESS_BUILD_CACHE_REPO)")
 	fs.StringVar(&c.BuildS3URL, "build-s3-url", env("SLESS_BUILD_S3_URL", ""), "S3 URL as build pods reach it; default http(s)://S3_ENDPOINT (env SLESS_BUILD_S3_URL)")
+	fs.StringVar(&c.RegistryMirrors, "registry-mirrors", env("SLESS_REGISTRY_MIRRORS", ""), "kubernetes: registries whose images builds pull from a mirror instead, e.g. index.docker.io=mirror.internal:5000,gcr.io=mirror.internal:5000 (env SLESS_REGISTRY_MIRRORS)")
+	fs.StringVar(&c.InsecureRegistries, "insecure-registries", env("SLESS_INSECURE_REGISTRIES", ""), "kubernetes: registries builds pull from and push to over plain HTTP, comma-separated host:port (env SLESS_INSECURE_REGISTRIES)")
+	fs.StringVar(&c.FunctionEndpoint, "function-endpoint", env("SLESS_FUNCTION_ENDPOINT", "service"), "kubernetes: how requests reach a function's pods: service (its Service's DNS name; needs cluster DNS) or endpointslices (a ready pod's address, for a control plane that balances itself or runs outside the cluster) (env SLESS_FUNCTION_ENDPOINT)")
 	return c
 }
 

@@ -106,11 +106,17 @@ func openKubernetes(ctx context.Context, c *config, log *slog.Logger, onFailure 
 			log.Warn("--egress-allow: a port of the machine's loopback means nothing to a pod; left out", "rule", r.String())
 		}
 	}
+	mirrors, err := parseMirrors(c.RegistryMirrors)
+	if err != nil {
+		return nil, err
+	}
 	d, err := k8sdriver.New(client, k8sdriver.Config{
 		EgressAllow: allow,
 		Registry:    c.Registry, BuildNamespace: c.BuildNamespace, ControlPlaneNamespace: c.SystemNS,
 		KanikoImage: c.KanikoImage, Cache: c.BuildCache, CacheRepo: c.BuildCacheRepo,
-		S3: k8sdriver.S3Config{Bucket: c.S3Bucket, Endpoint: s3URL, Region: c.S3Region},
+		RegistryMirrors: mirrors, InsecureRegistries: splitList(c.InsecureRegistries),
+		Endpoint: k8sdriver.EndpointMode(c.FunctionEndpoint),
+		S3:       k8sdriver.S3Config{Bucket: c.S3Bucket, Endpoint: s3URL, Region: c.S3Region},
 	})
 	if err != nil {
 		return nil, err
@@ -119,6 +125,30 @@ func openKubernetes(ctx context.Context, c *config, log *slog.Logger, onFailure 
 	go d.WatchCrashLoops(wctx, 10*time.Second, onFailure)
 	log.Info("running functions on Kubernetes", "host", rc.Host, "registry", c.Registry)
 	return &runningDriver{Driver: d, close: func(context.Context) error { stop(); return nil }, sandbox: "kubernetes"}, nil
+}
+
+// parseMirrors reads --registry-mirrors: comma-separated registry=mirror pairs.
+func parseMirrors(s string) (map[string]string, error) {
+	mirrors := map[string]string{}
+	for _, pair := range splitList(s) {
+		from, to, ok := strings.Cut(pair, "=")
+		if !ok || from == "" || to == "" || strings.ContainsAny(pair, " \t") {
+			return nil, fmt.Errorf("--registry-mirrors: %q is not registry=mirror (e.g. index.docker.io=mirror.internal:5000)", pair)
+		}
+		mirrors[from] = to
+	}
+	return mirrors, nil
+}
+
+// splitList splits a comma-separated list, dropping empty items and spaces.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // openSandbox makes the sandbox of the local driver's function processes.

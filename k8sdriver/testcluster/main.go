@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
 // startTimeout bounds starting the cluster (the API server is ready in ~15 s
@@ -29,16 +31,27 @@ var (
 
 // Main runs a test package whose tests call Get: the cluster starts with the
 // first Get and stops when the tests are done.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Wrap(m).Run()) }
+
+// Wrap returns m for another package's Main (pgtest.Main(testcluster.Wrap(m)))
+// whose Run also stops the cluster after the tests.
+func Wrap(m *testing.M) interface{ Run() int } { return wrapped{m} }
+
+type wrapped struct{ m *testing.M }
+
+func (w wrapped) Run() int {
 	mainRunning.Store(true)
-	code := m.Run()
+	code := w.m.Run()
 	if shared != nil {
-		shared.Stop()
+		if err := shared.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "testcluster: stop: %v\n", err)
+			code = 1
+		}
 	}
 	if sharedDir != "" {
 		os.RemoveAll(sharedDir)
 	}
-	os.Exit(code)
+	return code
 }
 
 // InCI reports whether the tests run in CI (CI=true), where a missing
@@ -82,6 +95,17 @@ func Get(t testing.TB) *Cluster {
 	return shared
 }
 
+// Kubeconfig writes a kubeconfig with the cluster's admin credentials into
+// a folder of the test's and returns its path (for a program under test).
+func (c *Cluster) Kubeconfig(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := writeKubeconfig(path, c.Admin); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // Namespace creates a namespace of its own for the test and deletes it when
 // the test ends.
 func (c *Cluster) Namespace(t testing.TB, prefix string) string {
@@ -116,4 +140,29 @@ func (c *Cluster) namespace(t testing.TB, prefix string, annotations map[string]
 		}
 	})
 	return name
+}
+
+// BuildNamespace makes a build namespace as deploy/README.md tells an
+// operator to: labelled Pod Security baseline (kaniko runs as root in its
+// container), with the Secret sless-s3 (keys access-key and secret-key) and
+// an empty registry login sless-registry. annotations are added to the
+// namespace (FakeNamespaceAnnotations for a fake one).
+func (c *Cluster) BuildNamespace(t testing.TB, ns string, annotations map[string]string, s3AccessKey, s3SecretKey string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts := metav1.ApplyOptions{FieldManager: "testcluster", Force: true}
+	nsObj := corev1ac.Namespace(ns).WithLabels(map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}).WithAnnotations(annotations)
+	if _, err := c.Client.CoreV1().Namespaces().Apply(ctx, nsObj, opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*corev1ac.SecretApplyConfiguration{
+		corev1ac.Secret("sless-s3", ns).WithStringData(map[string]string{"access-key": s3AccessKey, "secret-key": s3SecretKey}),
+		corev1ac.Secret("sless-registry", ns).WithType(corev1.SecretTypeDockerConfigJson).
+			WithStringData(map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`}),
+	} {
+		if _, err := c.Client.CoreV1().Secrets(ns).Apply(ctx, s, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -29,8 +29,9 @@ var (
 
 // Main runs the package's tests (m.Run), then drops the databases they created
 // and stops any server pgtest started, and exits with the tests' status. Call it
-// from TestMain; Pool and the NewDB functions fail the test without it.
-func Main(m *testing.M) {
+// from TestMain; Pool and the NewDB functions fail the test without it. m is
+// a *testing.M, or what wraps one (testcluster.Wrap) for a package that needs both.
+func Main(m interface{ Run() int }) {
 	mainRunning.Store(true)
 	startWatchdog()
 	code := m.Run()

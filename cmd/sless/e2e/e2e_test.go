@@ -24,12 +24,13 @@ import (
 
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/internal/testutil"
+	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/store/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.Main(testcluster.Wrap(m)) }
 
 // repoRoot is the main module's directory, from this package's.
 const repoRoot = "../../.."

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slessio/sless/httpapi/auth"
+	"github.com/slessio/sless/internal/testutil"
+	"github.com/slessio/sless/k8sdriver/testcluster"
+	"github.com/slessio/sless/store/codestore/s3embed"
+	"github.com/slessio/sless/store/pgtest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestQuickStartOnKubernetes runs the README's quick start through the CLI
+// against `sless serve --driver kubernetes` on the test cluster's real node:
+// kaniko builds the function's image, a pod serves it, a Job runs it, and a
+// second version is rolled back. The configuration is deploy/'s for a real
+// cluster but for where images and code live (the node's registry, with
+// the registries of the base images mirrored to it, and an S3 server on
+// the node's bridge) and for how requests reach the pods (their addresses:
+// this control plane runs outside the cluster, with no cluster DNS).
+func TestQuickStartOnKubernetes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	t.Parallel()
+	c := testcluster.Get(t)
+	bin := buildSless(t)
+	srv, err := s3embed.Start(context.Background(), s3embed.Options{Dir: t.TempDir(), Addr: net.JoinHostPort(c.Node.BridgeIP, "0"),
+		AccessKey: s3Access, SecretKey: s3Secret, AutoCreateBuckets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	c.BuildNamespace(t, "sless-builds", nil, s3Access, s3Secret)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := ln.Addr().String()
+	ln.Close()
+	reg := c.Node.Registry.Host
+	p := &platform{t: t, bin: bin, listen: listen, dataDir: filepath.Join(t.TempDir(), "data"), log: &bytes.Buffer{},
+		env: append(os.Environ(), "DATABASE_URL="+pgtest.NewDBURL(t), "S3_ENDPOINT="+srv.Endpoint(), "S3_ACCESS_KEY="+s3Access,
+			"S3_SECRET_KEY="+s3Secret, "SLESS_JWT_SECRET="+jwt, "SLESS_LISTEN="+listen,
+			"SLESS_DRIVER=kubernetes", "KUBECONFIG="+c.Kubeconfig(t), "SLESS_REGISTRY="+reg+"/sless",
+			"SLESS_REGISTRY_MIRRORS=index.docker.io="+reg+",gcr.io="+reg, "SLESS_INSECURE_REGISTRIES="+reg,
+			"SLESS_FUNCTION_ENDPOINT=endpointslices")}
+	p.start()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			t.Logf("sless serve output:\n%s", p.log.String())
+		}
+	})
+	token, err := auth.Mint([]byte(jwt), "k8s-user", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := t.TempDir()
+	try := func(args ...string) (string, string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg, "SLESS_URL=", "SLESS_TOKEN=")
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		return out.String(), errOut.String(), err
+	}
+	sless := func(args ...string) string {
+		t.Helper()
+		out, errOut, err := try(args...)
+		if err != nil {
+			ns := auth.Namespace("k8s-user")
+			t.Fatalf("sless %s: %v\nstdout: %s\nstderr: %s\n%s", strings.Join(args, " "), err, out, errOut, c.Describe(context.Background(), ns))
+		}
+		return out
+	}
+	sless("login", "--url", "http://"+listen, "--token", token)
+	hello := filepath.Join(t.TempDir(), "hello")
+	sless("fn", "init", hello, "--runtime", "python3.11")
+	started := time.Now()
+	if out := sless("fn", "deploy", hello); !strings.Contains(out, "version 1 is Ready") {
+		t.Fatalf("deploy: %s", out)
+	}
+	t.Logf("upload to Ready on Kubernetes (kaniko build and rollout): %s", time.Since(started).Round(time.Millisecond))
+	if out := sless("fn", "invoke", "hello", "--data", `{"name": "sless"}`); strings.TrimSpace(out) != `{"hello":"sless"}` {
+		t.Fatalf("invoke: %q", out)
+	}
+	testutil.WaitFor(t, 30*time.Second, func() bool { // the log is written in batches
+		return strings.Contains(sless("fn", "logs", "hello"), "200")
+	})
+	var result any
+	out := sless("job", "run", "hello", "--name", "once", "--event", `{"name": "job"}`, "--wait")
+	if err := json.Unmarshal([]byte(lastLine(out)), &result); err != nil || result.(map[string]any)["hello"] != "job" {
+		t.Fatalf("job run: %q", out)
+	}
+
+	// Version 2, then back to 1 without a rebuild.
+	write(t, hello, "handler.py", "def handle(event):\n    return {\"hello\": \"v2 \" + event.get(\"name\", \"\")}\n")
+	if out := sless("fn", "deploy", hello); !strings.Contains(out, "version 2 is Ready") {
+		t.Fatalf("deploy v2: %s", out)
+	}
+	if out := sless("fn", "invoke", "hello", "--data", `{"name": "sless"}`); strings.TrimSpace(out) != `{"hello":"v2 sless"}` {
+		t.Fatalf("invoke v2: %q", out)
+	}
+	sless("fn", "rollback", "hello", "--to", "1")
+	testutil.WaitFor(t, 2*time.Minute, func() bool {
+		out, _, err := try("fn", "invoke", "hello", "--data", `{"name": "sless"}`)
+		return err == nil && strings.TrimSpace(out) == `{"hello":"sless"}`
+	})
+	if out := sless("fn", "ls"); !strings.Contains(out, "hello") {
+		t.Fatalf("fn ls: %s", out)
+	}
+
+	// What ran was pods on the node.
+	pods, err := c.Client.CoreV1().Pods(auth.Namespace("k8s-user")).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("no pods of the tenant: %v", err)
+	}
+	for _, pod := range pods.Items {
+		if pod.Spec.NodeName != testcluster.NodeName {
+			t.Errorf("pod %s on %q, want the real node", pod.Name, pod.Spec.NodeName)
+		}
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
