@@ -70,22 +70,28 @@ func (d *Driver) waitJob(ctx context.Context, ns, name string) (jobOutcome, erro
 			out = jobOutcome{job: job, deleted: true}
 			return true, nil
 		}
-		for _, c := range job.Status.Conditions {
-			if c.Status != corev1.ConditionTrue {
-				continue
-			}
-			switch c.Type {
-			case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
-				out = jobOutcome{job: job}
-				return true, nil
-			case batchv1.JobFailed, batchv1.JobFailureTarget:
-				out = jobOutcome{job: job, failed: true, reason: c.Reason, message: c.Message}
-				return true, nil
-			}
-		}
-		return false, nil
+		var done bool
+		out, done = finished(job)
+		return done, nil
 	})
 	return out, err
+}
+
+// finished returns how a Job ended and whether it has (see waitJob for
+// which conditions decide).
+func finished(job *batchv1.Job) (jobOutcome, bool) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
+			return jobOutcome{job: job}, true
+		case batchv1.JobFailed, batchv1.JobFailureTarget:
+			return jobOutcome{job: job, failed: true, reason: c.Reason, message: c.Message}, true
+		}
+	}
+	return jobOutcome{}, false
 }
 
 // lastPod returns the newest pod in ns with the label key=value, or nil.

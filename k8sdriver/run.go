@@ -6,6 +6,7 @@ import (
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/workers"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Exit codes of a run that the container did not report itself.
@@ -59,6 +60,17 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 	if err != nil {
 		return workers.RunResult{}, err
 	}
+	res := d.result(ctx, r.Namespace, pod, out)
+	if err := d.expireJob(ctx, r.Namespace, name); err != nil {
+		return workers.RunResult{}, err
+	}
+	return res, nil
+}
+
+// result reads a finished run's result from its pod: the container's exit
+// code (a timeout for a Job past its deadline, a kill for a pod gone
+// without a status) and its output.
+func (d *Driver) result(ctx context.Context, ns string, pod *corev1.Pod, out jobOutcome) workers.RunResult {
 	res := workers.RunResult{}
 	if t := terminated(pod, resources.ContainerName); t != nil {
 		res.ExitCode = int(t.ExitCode)
@@ -70,7 +82,7 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 	}
 	res.TimedOut = res.ExitCode == exitTimeout
 	if pod != nil {
-		logs, err := d.logs.ContainerLogs(ctx, LogRequest{Namespace: r.Namespace, Pod: pod.Name, Container: resources.ContainerName})
+		logs, err := d.logs.ContainerLogs(ctx, LogRequest{Namespace: ns, Pod: pod.Name, Container: resources.ContainerName})
 		if err != nil {
 			logs.Stderr = "(output unavailable: " + domain.ErrorMessage(err) + ")"
 		}
@@ -79,8 +91,5 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 	if out.failed && res.Stderr == "" {
 		res.Stderr = out.reason + ": " + out.message
 	}
-	if err := d.expireJob(ctx, r.Namespace, name); err != nil {
-		return workers.RunResult{}, err
-	}
-	return res, nil
+	return res
 }

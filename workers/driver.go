@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"time"
 
 	"github.com/slessio/sless/domain"
 )
@@ -39,7 +40,9 @@ type Driver interface {
 
 // Scheduler is implemented by drivers that run cron triggers themselves
 // (k8sdriver: a CronJob per trigger). For drivers without it, the workers'
-// leader-only cron enqueuer fires due slots through Driver.Run.
+// leader-only cron enqueuer fires due slots through Driver.Run. A Scheduler
+// driver reports each finished run of a schedule as a CronRun, which the
+// wiring hands to Workers.RecordCronRun for the invocation log.
 type Scheduler interface {
 	// ApplySchedule creates or updates the schedule of a cron trigger; a
 	// disabled one is kept but suspended.
@@ -111,6 +114,19 @@ type RunResult struct {
 	Stdout   string
 	Stderr   string
 	TimedOut bool
+}
+
+// CronRun is a finished run of a Scheduler driver's schedule.
+type CronRun struct {
+	Namespace, Function, Trigger string
+	Version                      int
+	// Name names the run (the driver's own, e.g. its Job's name): the
+	// invocation log's path of the record.
+	Name string
+	// TimeoutSec is the version's timeout, for the message of a timeout.
+	TimeoutSec     int
+	Started, Ended time.Time
+	Result         RunResult
 }
 
 // CronSpec is the desired schedule of one cron trigger.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
 )
 
@@ -27,12 +28,27 @@ const (
 // DefaultInvocationRetention is how long the invocation log keeps a day.
 const DefaultInvocationRetention = store.DefaultInvocationRetention
 
-// recordRun records a finished job or cron run in the invocation log.
+// recordRun records a job or cron run that just finished in the invocation log.
 func (w *Workers) recordRun(kind store.TriggerKind, spec RunSpec, path string, out runOutcome, started time.Time) {
+	w.recordRunAt(kind, spec, path, out, started, w.now())
+}
+
+// RecordCronRun records a finished run of a Scheduler driver's schedule in
+// the invocation log (trigger kind cron), as a cron run of the workers' own
+// is recorded.
+func (w *Workers) RecordCronRun(r CronRun) {
+	spec := RunSpec{Workload: Workload{Namespace: r.Namespace, Function: r.Function, Version: r.Version,
+		Config: domain.FunctionConfig{TimeoutSec: r.TimeoutSec}}, Name: r.Name}
+	out := outcomeOf(r.Result, r.TimeoutSec)
+	w.recordRunAt(store.InvocationCron, spec, r.Name, out, r.Started, r.Ended)
+	w.log.Info("cron run finished", "namespace", r.Namespace, "trigger", r.Trigger, "function", r.Function,
+		"version", r.Version, "ok", out.ok, "result", out.result, "message", out.message)
+}
+
+func (w *Workers) recordRunAt(kind store.TriggerKind, spec RunSpec, path string, out runOutcome, started, ended time.Time) {
 	if w.cfg.Invocations == nil {
 		return
 	}
-	ended := w.now()
 	status := 200
 	switch {
 	case out.interrupted == interruptedByCancel:

@@ -39,17 +39,24 @@ func (d *runningDriver) ExitReason(ctx context.Context, endpoint string) string 
 	return ""
 }
 
-// openDriver returns the driver chosen by --driver. onFailure is how a driver
-// reports a crash-looping function after a successful deploy (the platform
-// rolls it out again, which records the failure).
-func openDriver(ctx context.Context, c *config, dev bool, log *slog.Logger, onFailure func(ns, fn string)) (*runningDriver, error) {
+// driverHooks are how a driver reports what happens without a call of the
+// platform's: a crash-looping function after a successful deploy (the
+// platform rolls it out again, which records the failure), and a finished
+// run of a schedule the driver runs itself (recorded in the invocation log).
+type driverHooks struct {
+	onFailure func(ns, fn string)
+	onCronRun func(workers.CronRun)
+}
+
+// openDriver returns the driver chosen by --driver.
+func openDriver(ctx context.Context, c *config, dev bool, log *slog.Logger, hooks driverHooks) (*runningDriver, error) {
 	switch c.Driver {
 	case "local":
 		sb, err := openSandbox(c, dev, log)
 		if err != nil {
 			return nil, err
 		}
-		d, err := localdriver.New(localdriver.Options{Dir: c.path("local"), Sandbox: sb, Logger: log.With("component", "localdriver"), OnFailure: onFailure,
+		d, err := localdriver.New(localdriver.Options{Dir: c.path("local"), Sandbox: sb, Logger: log.With("component", "localdriver"), OnFailure: hooks.onFailure,
 			BuildStepTimeout: c.BuildTimeout, MaxDepsBytes: c.DepsMaxBytes})
 		if err != nil {
 			_ = sb.Close()
@@ -64,15 +71,16 @@ func openDriver(ctx context.Context, c *config, dev bool, log *slog.Logger, onFa
 		}
 		return &runningDriver{Driver: d, close: stop, sandbox: string(sb.Mode())}, nil
 	case "kubernetes":
-		return openKubernetes(ctx, c, log, onFailure)
+		return openKubernetes(ctx, c, log, hooks)
 	default:
 		return nil, fmt.Errorf("--driver must be local or kubernetes, not %q", c.Driver)
 	}
 }
 
 // openKubernetes connects to the cluster (KUBECONFIG, else the in-cluster
-// service account) and watches for crash loops until the platform stops.
-func openKubernetes(ctx context.Context, c *config, log *slog.Logger, onFailure func(ns, fn string)) (*runningDriver, error) {
+// service account) and watches for crash loops and finished cron runs until
+// the platform stops.
+func openKubernetes(ctx context.Context, c *config, log *slog.Logger, hooks driverHooks) (*runningDriver, error) {
 	var rc *rest.Config
 	var err error
 	if c.Kubeconfig != "" {
@@ -122,7 +130,8 @@ func openKubernetes(ctx context.Context, c *config, log *slog.Logger, onFailure 
 		return nil, err
 	}
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	go d.WatchCrashLoops(wctx, 10*time.Second, onFailure)
+	go d.WatchCrashLoops(wctx, 10*time.Second, hooks.onFailure)
+	go d.WatchCronRuns(wctx, 5*time.Second, hooks.onCronRun)
 	log.Info("running functions on Kubernetes", "host", rc.Host, "registry", c.Registry)
 	return &runningDriver{Driver: d, close: func(context.Context) error { stop(); return nil }, sandbox: "kubernetes"}, nil
 }

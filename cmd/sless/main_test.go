@@ -113,7 +113,7 @@ func TestServeRefusesDevelopmentCredentials(t *testing.T) {
 
 func TestOpenDriverRejectsUnknownDriver(t *testing.T) {
 	t.Parallel()
-	_, err := openDriver(context.Background(), &config{Driver: "nomad"}, false, nil, nil)
+	_, err := openDriver(context.Background(), &config{Driver: "nomad"}, false, nil, driverHooks{})
 	if err == nil || !strings.Contains(err.Error(), "local or kubernetes") {
 		t.Fatalf("err = %v", err)
 	}

@@ -103,12 +103,29 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	p.driver, err = openDriver(ctx, c, dev, log, func(ns, fn string) {
-		if p.workers != nil {
-			if err := p.workers.Rollout(context.WithoutCancel(ctx), ns, fn); err != nil {
-				log.Error("roll out after a crash loop", "namespace", ns, "function", fn, "error", err)
-			}
+	// The driver's reports wait for the workers, which start after it.
+	workersReady := make(chan struct{})
+	started := func() *workers.Workers {
+		select {
+		case <-workersReady:
+			return p.workers
+		case <-ctx.Done():
+			return nil
 		}
+	}
+	p.driver, err = openDriver(ctx, c, dev, log, driverHooks{
+		onFailure: func(ns, fn string) {
+			if w := started(); w != nil {
+				if err := w.Rollout(context.WithoutCancel(ctx), ns, fn); err != nil {
+					log.Error("roll out after a crash loop", "namespace", ns, "function", fn, "error", err)
+				}
+			}
+		},
+		onCronRun: func(r workers.CronRun) {
+			if w := started(); w != nil {
+				w.RecordCronRun(r)
+			}
+		},
 	})
 	if err != nil {
 		return err
@@ -141,6 +158,7 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 		InvocationRetention: c.Retention, ShutdownTimeout: c.ShutdownWait, BuildsPerNamespace: c.BuildsPerNS, Logger: log.With("component", "workers")}); err != nil {
 		return err
 	}
+	close(workersReady)
 	st := p.workers.Store()
 	reg.MustRegister(httpapi.QueueDepthCollector(st))
 	ui, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(p.workers.Client(), nil), Logger: log.With("component", "riverui"), Prefix: "/riverui"})

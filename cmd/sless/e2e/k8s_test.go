@@ -22,8 +22,9 @@ import (
 
 // TestQuickStartOnKubernetes runs the README's quick start through the CLI
 // against `sless serve --driver kubernetes` on the test cluster's real node:
-// kaniko builds the function's image, a pod serves it, a Job runs it, and a
-// second version is rolled back. The configuration is deploy/'s for a real
+// kaniko builds the function's image, a pod serves it, a Job runs it, a
+// second version is rolled back, and a cron trigger's CronJob fires and is
+// recorded in the invocation log. The configuration is deploy/'s for a real
 // cluster but for where images and code live (the node's registry, with
 // the registries of the base images mirrored to it, and an S3 server on
 // the node's bridge) and for how requests reach the pods (their addresses:
@@ -92,6 +93,9 @@ func TestQuickStartOnKubernetes(t *testing.T) {
 		t.Fatalf("deploy: %s", out)
 	}
 	t.Logf("upload to Ready on Kubernetes (kaniko build and rollout): %s", time.Since(started).Round(time.Millisecond))
+	// A cron trigger every minute (a CronJob), checked at the end.
+	cronSince := time.Now()
+	sless("trigger", "create", "hello-tick", "--function", "hello", "--cron", "* * * * *")
 	if out := sless("fn", "invoke", "hello", "--data", `{"name": "sless"}`); strings.TrimSpace(out) != `{"hello":"sless"}` {
 		t.Fatalf("invoke: %q", out)
 	}
@@ -120,6 +124,12 @@ func TestQuickStartOnKubernetes(t *testing.T) {
 	if out := sless("fn", "ls"); !strings.Contains(out, "hello") {
 		t.Fatalf("fn ls: %s", out)
 	}
+
+	// The CronJob fired on its own, and its run is in the invocation log.
+	testutil.WaitFor(t, time.Until(cronSince.Add(150*time.Second)), func() bool {
+		out, _, err := try("fn", "logs", "hello")
+		return err == nil && strings.Contains(out, "  cron")
+	})
 
 	// What ran was pods on the node.
 	pods, err := c.Client.CoreV1().Pods(auth.Namespace("k8s-user")).List(context.Background(), metav1.ListOptions{})
