@@ -11,6 +11,7 @@ import (
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/runtimes"
+	"github.com/slessio/sless/runtimes/runtimestest"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/workers"
@@ -92,4 +93,30 @@ func buildOnNode(t *testing.T, d *Driver, code *codestore.Store, ns, fn string, 
 		t.Fatalf("build: %+v, %v", res, err)
 	}
 	return workers.Workload{Namespace: ns, Function: fn, Version: 1, Image: res.Image, Config: cfg}
+}
+
+// TestPythonDependenciesOnTheNode: a function whose requirements.txt names
+// a wheel vendored in its zip builds through kaniko (pip installs it into
+// the image) and its job run imports it on the real node.
+func TestPythonDependenciesOnTheNode(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Get(t)
+	d, code := realNodeDriver(t, c, nil)
+	ns := realTenantNamespace(t, c)
+	wheel, wheelData := runtimestest.PyWheel(t, "tinywheel", "VALUE = 42\n")
+	w := buildOnNode(t, d, code, ns, "deps", map[string]string{
+		"wheels/" + wheel:  string(wheelData),
+		"requirements.txt": "--no-index\n--find-links wheels\ntinywheel==1.0\n",
+		"handler.py":       "import tinywheel\n\ndef handle(event):\n    return {'value': tinywheel.VALUE}\n",
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := d.Run(ctx, workers.RunSpec{Workload: w, Name: "deps-1", RunID: 1, Event: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	if res.ExitCode != 0 || lines[len(lines)-1] != `{"value": 42}` {
+		t.Fatalf("run = %+v", res)
+	}
 }
