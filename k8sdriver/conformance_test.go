@@ -7,14 +7,10 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/workers/drivertest"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
 // TestConformance runs the driver suite, with no case skipped, against the
@@ -61,7 +57,7 @@ const codeBucket = "sless-code"
 // server on the node's bridge, where pods reach it. It uses the real
 // log source and the real build namespace, made as deploy/ makes it with
 // the S3 server's credentials.
-func realNodeDriver(t *testing.T, c *testcluster.Cluster, change func(*Config)) (*Driver, *codestore.Store) {
+func realNodeDriver(t testing.TB, c *testcluster.Cluster, change func(*Config)) (*Driver, *codestore.Store) {
 	t.Helper()
 	const access, secret = "sless-test", "sless-test-secret"
 	srv, err := s3embed.Start(context.Background(), s3embed.Options{Dir: t.TempDir(), Addr: net.JoinHostPort(c.Node.BridgeIP, "0"),
@@ -74,7 +70,7 @@ func realNodeDriver(t *testing.T, c *testcluster.Cluster, change func(*Config)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyBuildNamespace(t, c, "sless-builds", nil, access, secret)
+	c.BuildNamespace(t, "sless-builds", nil, access, secret)
 	reg := c.Node.Registry.Host
 	cfg := Config{
 		Registry:           reg + "/sless",
@@ -95,26 +91,4 @@ func realNodeDriver(t *testing.T, c *testcluster.Cluster, change func(*Config)) 
 		t.Fatalf("the node has kaniko as %s, the driver runs %s", testcluster.KanikoImage, d.cfg.KanikoImage)
 	}
 	return d, code
-}
-
-// applyBuildNamespace makes a build namespace as the deploy manifests do,
-// with the S3 credentials Secret and an empty registry login.
-func applyBuildNamespace(t *testing.T, c *testcluster.Cluster, ns string, annotations map[string]string, access, secret string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	opts := metav1.ApplyOptions{FieldManager: "test", Force: true}
-	nsObj := corev1ac.Namespace(ns).WithLabels(map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}).WithAnnotations(annotations)
-	if _, err := c.Client.CoreV1().Namespaces().Apply(ctx, nsObj, opts); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []*corev1ac.SecretApplyConfiguration{
-		corev1ac.Secret("sless-s3", ns).WithStringData(map[string]string{resources.S3AccessKeyKey: access, resources.S3SecretKeyKey: secret}),
-		corev1ac.Secret("sless-registry", ns).WithType(corev1.SecretTypeDockerConfigJson).
-			WithStringData(map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`}),
-	} {
-		if _, err := c.Client.CoreV1().Secrets(ns).Apply(ctx, s, opts); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

@@ -12,13 +12,14 @@ import (
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
+	"github.com/slessio/sless/store/pgtest"
 	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
-func TestMain(m *testing.M) { testcluster.Main(m) }
+func TestMain(m *testing.M) { pgtest.Main(testcluster.Wrap(m)) }
 
 // testTimeout bounds one driver call in the integration tests.
 const testTimeout = 90 * time.Second
@@ -183,7 +184,7 @@ var buildNamespaceOnce sync.Once
 // manifests create sless-builds, with placeholder credentials Secrets.
 func ensureBuildNamespace(t *testing.T, c *testcluster.Cluster) {
 	buildNamespaceOnce.Do(func() {
-		applyBuildNamespace(t, c, fakeBuildNamespace, testcluster.FakeNamespaceAnnotations, "test", "test")
+		c.BuildNamespace(t, fakeBuildNamespace, testcluster.FakeNamespaceAnnotations, "test", "test")
 	})
 }
 

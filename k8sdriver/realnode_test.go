@@ -59,7 +59,7 @@ func TestCronJobRunsAreReportedOnce(t *testing.T) {
 
 // realTenantNamespace returns a fresh tenant namespace name whose pods run
 // on the real node (the driver creates it); it is deleted when the test ends.
-func realTenantNamespace(t *testing.T, c *testcluster.Cluster) string {
+func realTenantNamespace(t testing.TB, c *testcluster.Cluster) string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	ns := "sless-" + hex.EncodeToString(b)
@@ -75,6 +75,13 @@ func realTenantNamespace(t *testing.T, c *testcluster.Cluster) string {
 // version 1 with the driver; the build must succeed.
 func buildOnNode(t *testing.T, d *Driver, code *codestore.Store, ns, fn string, files map[string]string) workers.Workload {
 	t.Helper()
+	return buildWith(t, d, code, ns, fn, 1, domain.RuntimePython311, files)
+}
+
+// buildWith uploads a function's files as the API does and builds the
+// version with driver d (either driver); the build must succeed.
+func buildWith(t testing.TB, d workers.Driver, code *codestore.Store, ns, fn string, version int, rt domain.Runtime, files map[string]string) workers.Workload {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	zipData := ziptest.Files(t, files)
@@ -82,17 +89,17 @@ func buildOnNode(t *testing.T, d *Driver, code *codestore.Store, ns, fn string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, after := runtimes.Describe(domain.RuntimePython311).ImageSteps(codestore.Lookup(fl))
-	obj, err := code.Put(ctx, ns, fn, zipData, fl, testcluster.RuntimeImage(string(domain.RuntimePython311)), codestore.ImageSteps{BeforeCode: before, AfterCode: after})
+	before, after := runtimes.Describe(rt).ImageSteps(codestore.Lookup(fl))
+	obj, err := code.Put(ctx, ns, fn, zipData, fl, testcluster.RuntimeImage(string(rt)), codestore.ImageSteps{BeforeCode: before, AfterCode: after})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := domain.FunctionConfig{Runtime: domain.RuntimePython311, Entrypoint: "handler.handle", MemoryMB: 128, TimeoutSec: 30}
-	res, err := d.Build(ctx, workers.BuildSpec{Namespace: ns, Function: fn, Version: 1, Digest: obj.Digest, ZipKey: obj.ZipKey, ContextKey: obj.ContextKey, Config: cfg, Code: code})
+	cfg := domain.FunctionConfig{Runtime: rt, Entrypoint: domain.DefaultEntrypoint(rt), MemoryMB: 128, TimeoutSec: 30}
+	res, err := d.Build(ctx, workers.BuildSpec{Namespace: ns, Function: fn, Version: version, Digest: obj.Digest, ZipKey: obj.ZipKey, ContextKey: obj.ContextKey, Config: cfg, Code: code})
 	if err != nil || res.Failed {
 		t.Fatalf("build: %+v, %v", res, err)
 	}
-	return workers.Workload{Namespace: ns, Function: fn, Version: 1, Image: res.Image, Config: cfg}
+	return workers.Workload{Namespace: ns, Function: fn, Version: version, Image: res.Image, Config: cfg}
 }
 
 // TestPythonDependenciesOnTheNode: a function whose requirements.txt names

@@ -1,6 +1,7 @@
 package testcluster
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -329,4 +330,29 @@ func readDockerfile(p string) (dockerfile, error) {
 		}
 	}
 	return df, nil
+}
+
+// Program describes an image made of one program of this machine, e.g. a
+// statically built sless for the control plane's image.
+type Program struct {
+	// Path is the program on this machine; At is where the image has it.
+	Path, At string
+	// Entrypoint and Cmd start it; User runs it ("65532:65532").
+	Entrypoint, Cmd []string
+	User            string
+}
+
+// PushProgram builds the image of p (with /etc/passwd naming its user, and
+// /tmp) and stores it in the node's registry under ref.
+func (n *Node) PushProgram(ctx context.Context, ref string, p Program) error {
+	l := newLayer()
+	l.hostFileAt(p.Path, p.At)
+	uid, _, _ := strings.Cut(p.User, ":")
+	l.file("/etc/passwd", []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:"+uid+":"+uid+"::/home/nonroot:/sbin/nologin\n"), 0o644, rootOwner)
+	l.dir("/tmp", 0o777|fs.ModeSticky, rootOwner)
+	img, err := imageOf(l, v1.Config{Entrypoint: p.Entrypoint, Cmd: p.Cmd, User: p.User, WorkingDir: "/"})
+	if err != nil {
+		return err
+	}
+	return n.Registry.Push(ctx, ref, img)
 }

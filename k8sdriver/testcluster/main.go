@@ -3,6 +3,8 @@ package testcluster
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,3 +168,40 @@ func (c *Cluster) BuildNamespace(t testing.TB, ns string, annotations map[string
 		}
 	}
 }
+
+// Forward makes target (an address of this machine's loopback, e.g. the
+// API server's or a database's) reachable from pods at the returned
+// address on the node's bridge, for as long as the test runs: a TCP
+// forwarder in the test process.
+func (c *Cluster) Forward(t testing.TB, target string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(c.Node.BridgeIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				up, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				done := make(chan struct{}, 2)
+				go func() { _, _ = io.Copy(up, conn); done <- struct{}{} }()
+				go func() { _, _ = io.Copy(conn, up); done <- struct{}{} }()
+				<-done
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// APIServer returns the host:port of the API server on loopback.
+func (c *Cluster) APIServer() string { return strings.TrimPrefix(c.Admin.Host, "https://") }

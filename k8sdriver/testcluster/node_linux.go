@@ -170,7 +170,7 @@ func (n *Node) pushImages(ctx context.Context, bins Binaries) error {
 }
 
 // mirrored are the registries whose images the node's registry stands in for.
-var mirrored = []string{"docker.io", "registry.k8s.io", "gcr.io"}
+var mirrored = []string{"docker.io", "registry.k8s.io", "gcr.io", "ghcr.io"}
 
 // startContainerd writes containerd's configuration (its own root, state
 // and socket below dir; CRI with the pause image, runc, the bridge network
