@@ -1,7 +1,6 @@
 package testcluster
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/slessio/sless/internal/mountinfo"
 )
 
 // This file undoes what a node changes on the machine: its processes, mounts,
@@ -138,20 +139,14 @@ func killUnder(dir, cgroup string) {
 // unmountUnder detaches every mount below dir, deepest first (container
 // root filesystems, secret and emptyDir volumes, network namespaces).
 func unmountUnder(dir string) error {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := mountinfo.Read()
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	var points []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 {
-			p := unescapeMount(fields[4])
-			if strings.HasPrefix(p, dir+"/") {
-				points = append(points, p)
-			}
+	for _, m := range mounts {
+		if strings.HasPrefix(m.Point, dir+"/") {
+			points = append(points, m.Point)
 		}
 	}
 	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
@@ -164,39 +159,14 @@ func unmountUnder(dir string) error {
 	return errors.Join(errs...)
 }
 
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
 // cgroupHierarchies returns the mount points of the machine's cgroup
 // hierarchies (cgroup v1 controllers, and the v2 tree).
 func cgroupHierarchies() []string {
-	data, _ := os.ReadFile("/proc/self/mountinfo")
+	mounts, _ := mountinfo.Read()
 	var roots []string
-	for _, line := range strings.Split(string(data), "\n") {
-		before, after, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		fs := strings.Fields(after)
-		fields := strings.Fields(before)
-		if len(fs) > 0 && (fs[0] == "cgroup" || fs[0] == "cgroup2") && len(fields) > 4 && !slices.Contains(roots, fields[4]) {
-			roots = append(roots, fields[4])
+	for _, m := range mounts {
+		if (m.FSType == "cgroup" || m.FSType == "cgroup2") && !slices.Contains(roots, m.Point) {
+			roots = append(roots, m.Point)
 		}
 	}
 	return roots

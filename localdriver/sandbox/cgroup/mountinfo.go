@@ -3,8 +3,9 @@ package cgroup
 import (
 	"path"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/slessio/sless/internal/mountinfo"
 )
 
 // mount is one cgroup file system mounted on this machine.
@@ -18,41 +19,19 @@ type mount struct {
 // parseMountinfo returns the cgroup mounts listed in /proc/self/mountinfo.
 func parseMountinfo(data []byte) []mount {
 	var mounts []mount
-	for _, line := range strings.Split(string(data), "\n") {
-		before, after, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(before), strings.Fields(after)
-		if !ok || len(f) < 5 || len(g) < 3 {
-			continue
-		}
-		m := mount{point: unescapeMountinfo(f[4]), root: unescapeMountinfo(f[3])}
-		switch g[0] {
+	for _, mi := range mountinfo.Parse(data) {
+		m := mount{point: mi.Point, root: mi.Root}
+		switch mi.FSType {
 		case "cgroup2":
 			m.v2 = true
 		case "cgroup":
-			m.controllers = strings.Split(g[2], ",")
+			m.controllers = strings.Split(mi.Super, ",")
 		default:
 			continue
 		}
 		mounts = append(mounts, m)
 	}
 	return mounts
-}
-
-// unescapeMountinfo undoes the octal escapes (\040 for a space) of a path
-// in mountinfo.
-func unescapeMountinfo(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // ownGroups is /proc/self/cgroup: this process's group in the unified
