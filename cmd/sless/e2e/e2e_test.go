@@ -82,15 +82,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := t.TempDir()
-	sless := func(args ...string) (string, string, error) {
-		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg, "SLESS_URL=", "SLESS_TOKEN=")
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		return out.String(), errOut.String(), err
-	}
+	sless := func(args ...string) (string, string, error) { return runCLI(bin, cfg, args...) }
 	must := func(out, errOut string, err error) string {
 		t.Helper()
 		if err != nil {
@@ -294,6 +286,17 @@ def handle(event):
         return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     return {"method": event.get("_method"), "path": path, "body": event.get("body"), "name": event.get("name")}
 `
+
+// runCLI runs the sless binary with its login kept in cfg (and none from
+// the environment) and returns its output.
+func runCLI(bin, cfg string, args ...string) (stdout, stderr string, err error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg, "SLESS_URL=", "SLESS_TOKEN=")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
 
 // start runs `sless serve` and waits until it is ready.
 func (p *platform) start() {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,14 +67,7 @@ func TestQuickStartOnKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := t.TempDir()
-	try := func(args ...string) (string, string, error) {
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg, "SLESS_URL=", "SLESS_TOKEN=")
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		return out.String(), errOut.String(), err
-	}
+	try := func(args ...string) (string, string, error) { return runCLI(bin, cfg, args...) }
 	sless := func(args ...string) string {
 		t.Helper()
 		out, errOut, err := try(args...)
