@@ -74,15 +74,11 @@ func Get(t testing.TB) *Cluster {
 			skipReason = fmt.Sprintf("testcluster: no Kubernetes test cluster: %v", err)
 			return
 		}
-		sharedDir, sharedErr = os.MkdirTemp("", "sless-testcluster-")
-		if sharedErr != nil {
-			return
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
-		shared, sharedErr = Start(ctx, bins, sharedDir)
+		shared, sharedDir, sharedErr = startInNewDir(ctx, bins)
 		if sharedErr == nil {
-			fmt.Fprintf(os.Stderr, "testcluster: kube-apiserver %s and controller manager ready in %s\n", Version, shared.Started.Round(time.Millisecond))
+			fmt.Fprintf(os.Stderr, "testcluster: Kubernetes %s with its node ready in %s\n", Version, shared.Started.Round(time.Millisecond))
 		}
 	})
 	if skipReason != "" {
@@ -106,6 +102,27 @@ func (c *Cluster) Kubeconfig(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// startInNewDir starts a cluster in a new folder below the temporary
+// directory. It tries again, in another folder, when a port it chose was
+// taken before its program bound it (two test packages start clusters at
+// once, and kubelet and the pods take ports too).
+func startInNewDir(ctx context.Context, bins Binaries) (*Cluster, string, error) {
+	for attempt := 1; ; attempt++ {
+		dir, err := os.MkdirTemp("", "sless-testcluster-")
+		if err != nil {
+			return nil, "", err
+		}
+		c, err := Start(ctx, bins, dir)
+		if err == nil {
+			return c, dir, nil
+		}
+		os.RemoveAll(dir)
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return nil, "", err
+		}
+	}
 }
 
 // Namespace creates a namespace of its own for the test and deletes it when

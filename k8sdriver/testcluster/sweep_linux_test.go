@@ -27,13 +27,9 @@ func TestARunThatNeverStoppedIsUndoneByTheNext(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	dir, err := os.MkdirTemp("", "sless-testcluster-")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := Start(ctx, bins, dir)
+	c, dir, err := startInNewDir(ctx, bins)
 	if err != nil {
 		t.Fatal(err)
 	}

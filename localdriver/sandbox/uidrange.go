@@ -37,7 +37,10 @@ type rangeEntry struct {
 // given up first. The registry is read and written under an exclusive lock
 // on registry+".lock", so that platforms starting together get distinct ranges.
 func uidRange(registry, dir string, base int) (int, error) {
-	if err := os.MkdirAll(filepath.Dir(registry), 0o700); err != nil {
+	// 0711, as pglocal makes it: /var/lib/sless also holds the relocated
+	// PostgreSQL clusters, whose user must pass through it. The registry
+	// and its lock are 0600.
+	if err := os.MkdirAll(filepath.Dir(registry), 0o711); err != nil {
 		return 0, err
 	}
 	unlock, err := lockFile(registry + ".lock")
