@@ -54,22 +54,29 @@ func TestARunThatNeverStoppedIsUndoneByTheNext(t *testing.T) {
 	}
 	c.Node.Registry.close()
 	st := c.Node.state
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
-	st.PID = gone.Process.Pid // the owner of the run is gone
-	if err := st.write(); err != nil {
-		t.Fatal(err)
-	}
 	left := leftovers(st)
 	for _, want := range []string{"bridge", "cgroup", "mounts", "processes"} {
 		if !strings.Contains(left, want) {
 			t.Fatalf("the crashed run left no %s to undo (%s): the test proves nothing", want, left)
 		}
 	}
+	// Only now is the run's owner gone (a cluster another package starts
+	// meanwhile may sweep it too: the end is the same).
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	st.PID = gone.Process.Pid
+	if err := st.write(); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := sweepStale(); err != nil {
+		t.Fatal(err)
+	}
+	// The node held the kernel settings as this (living) process: a real
+	// crashed run's entry goes with its process.
+	if err := releaseSysctls(c.Node.state.user()); err != nil {
 		t.Fatal(err)
 	}
 	if left := leftovers(st); left != "" {
