@@ -20,10 +20,15 @@
 //
 // Pods are always found by the driver's own labels (sless.dev/job,
 // sless.dev/build, sless.dev/function, sless.dev/version), never by labels
-// Kubernetes sets. Container output is read through LogSource, the one thing
-// that needs a kubelet: KubeletLogs in production, a fake in tests, which run
-// against a real kube-apiserver and controller manager (k8sdriver/testcluster)
-// and write pod status as a kubelet would.
+// Kubernetes sets. Container output is read through LogSource (KubeletLogs:
+// the pods/log subresource). The tests run against k8sdriver/testcluster, a
+// real one-node cluster: the conformance suite, the CronJob runs and the
+// control plane's own Deployment run on its node; tests that need an outcome
+// on cue use its FakeKubeletForTest and a fake LogSource.
+//
+// The runs of a cron trigger's CronJob are not the driver's calls:
+// WatchCronRuns reports each finished one once (claimed by an annotation on
+// its Job), for the invocation log.
 //
 // Lifecycle of a run's Job: its event Secret applied (the user's event is
 // never literal in a pod spec; the pod reads SLESS_EVENT from it) → Job

@@ -112,25 +112,6 @@ func (r *Registry) put(ctx context.Context, method, path, contentType string, bo
 	return nil
 }
 
-// Has reports whether the registry holds ref's repository path and tag.
-func (r *Registry) Has(ctx context.Context, ref string) (bool, error) {
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		return false, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, "http://"+r.Host+"/v2/"+tag.RepositoryStr()+"/manifests/"+tag.TagStr(), nil)
-	if err != nil {
-		return false, err
-	}
-	req.Header.Set("Accept", "application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.manifest.v1+json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false, err
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK, nil
-}
-
 func (r *Registry) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
