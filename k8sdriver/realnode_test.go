@@ -4,17 +4,20 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/runtimes/runtimestest"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/workers"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -126,4 +129,113 @@ func TestPythonDependenciesOnTheNode(t *testing.T) {
 	if res.ExitCode != 0 || lines[len(lines)-1] != `{"value": 42}` {
 		t.Fatalf("run = %+v", res)
 	}
+}
+
+// TestNetworkPolicyIsEnforced: with the node enforcing NetworkPolicy
+// (kube-router), a tenant's pod reaches neither another tenant's pod nor a
+// service on this machine's bridge address (a private address, as a
+// database of the operator's would be), while the control plane's
+// namespace reaches both: the tenant objects the driver applies do what
+// they say.
+func TestNetworkPolicyIsEnforced(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Get(t)
+	c.EnforceNetworkPolicy(t)
+	cp := "np-control-" + randomHex(4)
+	d, _ := realNodeDriver(t, c, func(cfg *Config) { cfg.ControlPlaneNamespace = cp })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	a, b := realTenantNamespace(t, c), realTenantNamespace(t, c)
+	for _, ns := range []string{a, b} {
+		if err := d.EnsureNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cpNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp}}
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, cpNS, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.CoreV1().Namespaces().Delete(context.Background(), cp, metav1.DeleteOptions{}) })
+
+	server := restrictedPod("server", "import http.server, socketserver\n"+
+		"socketserver.TCPServer(('', 8080), http.server.SimpleHTTPRequestHandler).serve_forever()\n")
+	server.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	if _, err := c.Client.CoreV1().Pods(b).Create(ctx, server, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var serverIP string
+	testutil.WaitFor(t, 2*time.Minute, func() bool {
+		p, err := c.Client.CoreV1().Pods(b).Get(ctx, "server", metav1.GetOptions{})
+		serverIP = p.Status.PodIP
+		return err == nil && p.Status.Phase == corev1.PodRunning && serverIP != ""
+	})
+	probes := 0
+	probe := func(ns, target string) string {
+		t.Helper()
+		probes++
+		name := fmt.Sprintf("probe-%d", probes)
+		pod := restrictedPod(name, "import socket\ntry:\n    socket.create_connection(("+
+			fmt.Sprintf("%q, %s", strings.Split(target, ":")[0], strings.Split(target, ":")[1])+"), timeout=3)\n"+
+			"    print('open')\nexcept OSError as e:\n    print('blocked', e)\n")
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var out string
+		testutil.WaitFor(t, 2*time.Minute, func() bool {
+			p, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || (p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed) {
+				return false
+			}
+			raw, err := c.Client.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			out = strings.TrimSpace(string(raw))
+			return err == nil
+		})
+		return out
+	}
+	// eventually waits for a probe's answer to start with want: the
+	// firewall follows new pods and policies within seconds.
+	eventually := func(ns, target, want string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			got := probe(ns, target)
+			if strings.HasPrefix(got, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("from %s to %s: %q, want %s", ns, target, got, want)
+			}
+			time.Sleep(2 * time.Second)
+		}
+	}
+	podB := serverIP + ":8080"
+	hostService := c.Node.Registry.Host // a service of this machine on the bridge
+	eventually(cp, podB, "open")        // the server answers, and the control plane may reach it
+	eventually(a, podB, "blocked")
+	eventually(a, hostService, "blocked")
+	if got := probe(a, podB); !strings.HasPrefix(got, "blocked") {
+		t.Fatalf("tenant %s reached tenant %s's pod on a second try: %q", a, b, got)
+	}
+	if got := probe(cp, hostService); !strings.HasPrefix(got, "open") {
+		t.Fatalf("the control plane's namespace cannot reach %s: %q (the probe proves nothing)", hostService, got)
+	}
+}
+
+// restrictedPod runs a Python script in the Python runtime image, as Pod
+// Security "restricted" requires (tenant namespaces enforce it).
+func restrictedPod(name, script string) *corev1.Pod {
+	no, yes := false, true
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: new(int64(10001)),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+		Containers: []corev1.Container{{Name: "c", Image: testcluster.RuntimeImage("python3.11"), Command: []string{"python", "-c", script},
+			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &no, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
+	}}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -26,6 +26,9 @@ type Binaries struct {
 	// Kaniko is the kaniko executor and Pause the pod sandbox's program,
 	// packed into images on start.
 	Kaniko, Pause string
+	// KubeRouter enforces NetworkPolicy on the node, for the tests that ask
+	// (Cluster.EnforceNetworkPolicy).
+	KubeRouter string
 	// Containerd is Debian's containerd (it finds runc on PATH); CNIDir
 	// holds the CNI plugins (Debian's containernetworking-plugins).
 	Containerd string
@@ -68,7 +71,11 @@ func FindBinaries() (Binaries, error) {
 	b.Kubelet = filepath.Join(dir, "kubelet")
 	b.Kaniko = filepath.Join(dir, "kaniko-executor")
 	b.Pause = filepath.Join(dir, "pause")
-	for _, p := range []string{b.APIServer, b.ControllerManager, b.Scheduler, b.Kubelet, b.Kaniko, b.Pause} {
+	b.KubeRouter = filepath.Join(dir, "kube-router")
+	if _, err := exec.LookPath("ipset"); err != nil {
+		missing = append(missing, "ipset (apt-get install ipset), for kube-router")
+	}
+	for _, p := range []string{b.APIServer, b.ControllerManager, b.Scheduler, b.Kubelet, b.Kaniko, b.Pause, b.KubeRouter} {
 		if info, err := os.Stat(p); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
 			missing = append(missing, p+" (go tool task k8s:binaries)")
 		}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,8 +40,14 @@ type Cluster struct {
 	Node *Node
 
 	dir                       string
+	bins                      Binaries
 	cpToken                   string
 	etcd, api, kcm, scheduler *proc
+
+	firewallOnce sync.Once
+	firewallErr  error
+	firewall     *proc    // kube-router, once EnforceNetworkPolicy started it
+	firewallHeld *os.File // the machine-wide lock while it runs
 }
 
 // Start runs a cluster from bins with its state in dir (which it does not
@@ -54,7 +61,7 @@ func Start(ctx context.Context, bins Binaries, dir string) (_ *Cluster, err erro
 		return nil, err
 	}
 	etcdPort, peerPort, apiPort := ports[0], ports[1], ports[2]
-	c := &Cluster{dir: dir}
+	c := &Cluster{dir: dir, bins: bins}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -166,9 +173,9 @@ func (c *Cluster) ControlPlaneConfig() *rest.Config {
 // control plane's processes, controller manager first. It returns what
 // could not be undone.
 func (c *Cluster) Stop() error {
-	var err error
+	err := c.stopFirewall()
 	if c.Node != nil {
-		err = c.Node.stop()
+		err = errors.Join(err, c.Node.stop())
 	}
 	for _, p := range []*proc{c.scheduler, c.kcm, c.api, c.etcd} {
 		if p != nil {
@@ -181,7 +188,7 @@ func (c *Cluster) Stop() error {
 // Logs returns the last lines of every process's log, for a failing test.
 func (c *Cluster) Logs(lines int) string {
 	var out string
-	procs := []*proc{c.etcd, c.api, c.kcm, c.scheduler}
+	procs := []*proc{c.etcd, c.api, c.kcm, c.scheduler, c.firewall}
 	if c.Node != nil {
 		procs = append(procs, c.Node.procs()...)
 	}

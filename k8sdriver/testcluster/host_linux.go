@@ -37,6 +37,8 @@ type nodeState struct {
 	Dir    string `json:"dir"`
 	Bridge string `json:"bridge"`
 	Cgroup string `json:"cgroup"` // the kubelet's cgroup root, e.g. /sless-tc-0a1b2c
+	// Firewall says the node ran kube-router, whose rules go with it.
+	Firewall bool `json:"firewall,omitempty"`
 }
 
 // user is the node's entry among the users of the kernel settings: its
@@ -57,6 +59,9 @@ func (s nodeState) undo() error {
 	for range 3 {
 		killUnder(s.Dir, s.Cgroup)
 		time.Sleep(100 * time.Millisecond)
+	}
+	if s.Firewall {
+		errs = append(errs, cleanupFirewall())
 	}
 	errs = append(errs, unmountUnder(s.Dir))
 	if s.Cgroup != "" {

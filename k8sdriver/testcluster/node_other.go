@@ -5,6 +5,7 @@ package testcluster
 import (
 	"context"
 	"errors"
+	"testing"
 )
 
 // NodeName is the name of the node (see node_linux.go).
@@ -22,3 +23,11 @@ func startNode(context.Context, *Cluster, Binaries, string) (*Node, error) {
 
 func (n *Node) stop() error    { return nil }
 func (n *Node) procs() []*proc { return nil }
+
+// EnforceNetworkPolicy needs Linux (kube-router's iptables rules).
+func (c *Cluster) EnforceNetworkPolicy(t testing.TB) {
+	t.Helper()
+	t.Fatal("testcluster: NetworkPolicy enforcement needs Linux")
+}
+
+func (c *Cluster) stopFirewall() error { return nil }
