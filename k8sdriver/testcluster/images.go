@@ -217,21 +217,6 @@ func withPath(env []string, p string) []string {
 	return append([]string{"PATH=" + p}, env...)
 }
 
-// hostFileAt copies a file of this machine to another path in the image.
-func (l *layer) hostFileAt(src, dest string) {
-	info, err := os.Stat(src)
-	if err != nil {
-		l.fail(err)
-		return
-	}
-	data, err := os.ReadFile(src)
-	if err != nil {
-		l.fail(err)
-		return
-	}
-	l.file(dest, data, info.Mode(), rootOwner)
-}
-
 func imageOf(l *layer, cfg v1.Config) (v1.Image, error) {
 	ly, err := l.image()
 	if err != nil {

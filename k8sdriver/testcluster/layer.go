@@ -96,27 +96,28 @@ func (l *layer) header(h *tar.Header) {
 // following links: the file's directory is resolved, so that a path below
 // /lib lands below /usr/lib as on the host.
 func (l *layer) hostFile(p string) {
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		l.fail(err)
-		return
-	}
-	info, err := os.Stat(real)
-	if err != nil {
-		l.fail(err)
-		return
-	}
-	data, err := os.ReadFile(real)
-	if err != nil {
-		l.fail(err)
-		return
-	}
 	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
 	if err != nil {
 		l.fail(err)
 		return
 	}
-	l.file(filepath.Join(dir, filepath.Base(p)), data, info.Mode(), rootOwner)
+	l.hostFileAt(p, filepath.Join(dir, filepath.Base(p)))
+}
+
+// hostFileAt copies a file of this machine (its target, when it is a link)
+// to another path in the image.
+func (l *layer) hostFileAt(src, dest string) {
+	info, err := os.Stat(src)
+	if err != nil {
+		l.fail(err)
+		return
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		l.fail(err)
+		return
+	}
+	l.file(dest, data, info.Mode(), rootOwner)
 }
 
 // program copies an executable and the shared libraries ldd lists for it.
