@@ -16,7 +16,7 @@ import (
 
 // firewallLock is held machine-wide while a node's kube-router runs: its
 // iptables chains and ipsets are the machine's, one set for everyone.
-var firewallLock = filepath.Join(hostDir, "kube-router.lock")
+var firewallLock = filepath.Join(machine.dir, "kube-router.lock")
 
 // EnforceNetworkPolicy makes the node enforce NetworkPolicy, which Debian's
 // bridge plugin does not: kube-router's firewall (no routing, no service
@@ -33,7 +33,7 @@ func (c *Cluster) EnforceNetworkPolicy(t testing.TB) {
 }
 
 func (c *Cluster) startFirewall() error {
-	if err := os.MkdirAll(hostDir, 0o700); err != nil {
+	if err := os.MkdirAll(machine.dir, 0o700); err != nil {
 		return err
 	}
 	lock, err := os.OpenFile(firewallLock, os.O_CREATE|os.O_RDWR, 0o600)

@@ -26,9 +26,19 @@ import (
 // (protectKernelDefaults off): restored when the last node of the machine stops.
 var kubeletSysctls = []string{"vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops"}
 
-// hostDir holds what the nodes of this machine share: the lock, and the
-// kernel settings from before the first of them started.
-const hostDir = "/run/sless-testcluster"
+// hostRecord is where the nodes of a machine keep what they share: a lock
+// and the kernel settings from before the first of them started (in dir),
+// read from and written back to procSys.
+type hostRecord struct {
+	dir, procSys string
+	// leftDirs are folders containerd, CNI and kubelet make at fixed
+	// places; removed, when empty, as the last node stops.
+	leftDirs []string
+}
+
+// machine is this machine's record.
+var machine = hostRecord{dir: "/run/sless-testcluster", procSys: "/proc/sys",
+	leftDirs: []string{"/run/containerd/s", "/run/containerd/runc", "/run/containerd", "/var/lib/cni/results", "/var/lib/cni", "/var/log/containers"}}
 
 // nodeState is what a node made on the machine, written to its folder as
 // node.json before it makes it.
@@ -75,7 +85,7 @@ func (s nodeState) undo() error {
 		}
 	}
 	removeLinksInto("/var/log/containers", s.Dir)
-	errs = append(errs, releaseSysctls(s.user()))
+	errs = append(errs, machine.release(s.user()))
 	return errors.Join(errs...)
 }
 
@@ -239,21 +249,21 @@ func removeLinksInto(dir, target string) {
 	}
 }
 
-// sysctlRecord is hostDir/sysctl.json: the kernel settings from before the
-// first node started, and the test processes whose nodes still run.
+// sysctlRecord is sysctl.json in a hostRecord's dir: the kernel settings
+// from before the first node started, and the nodes that still run.
 type sysctlRecord struct {
 	Saved map[string]string `json:"saved"`
 	Users []string          `json:"users"` // nodeState.user of the running nodes
 }
 
-// holdSysctls records the kernel settings kubelet changes, unless a running
-// node already did, and adds user (nodeState.user) to their users.
-func holdSysctls(user string) error {
-	return withHostLock(func(r *sysctlRecord) error {
+// hold records the kernel settings kubelet changes, unless a running node
+// already did, and adds user (nodeState.user) to their users.
+func (h hostRecord) hold(user string) error {
+	return h.withLock(func(r *sysctlRecord) error {
 		if len(r.Users) == 0 {
 			r.Saved = map[string]string{}
 			for _, k := range kubeletSysctls {
-				v, err := os.ReadFile("/proc/sys/" + k)
+				v, err := os.ReadFile(filepath.Join(h.procSys, k))
 				if err != nil {
 					return err
 				}
@@ -267,11 +277,11 @@ func holdSysctls(user string) error {
 	})
 }
 
-// releaseSysctls removes user (and the users whose process is gone) from the users;
-// when none is left it writes the recorded settings back and removes the
-// empty folders the nodes' programs make outside theirs.
-func releaseSysctls(user string) error {
-	return withHostLock(func(r *sysctlRecord) error {
+// release removes user (and the users whose process is gone) from the
+// users; when none is left it writes the recorded settings back and removes
+// the empty leftDirs.
+func (h hostRecord) release(user string) error {
+	return h.withLock(func(r *sysctlRecord) error {
 		r.Users = slices.DeleteFunc(r.Users, func(u string) bool {
 			pid, _, _ := strings.Cut(u, "/")
 			n, _ := strconv.Atoi(pid)
@@ -282,27 +292,25 @@ func releaseSysctls(user string) error {
 		}
 		var errs []error
 		for k, v := range r.Saved {
-			if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(h.procSys, k), []byte(v), 0o644); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		r.Saved = nil
-		// Folders containerd, CNI and kubelet make at fixed places, left
-		// empty: removed unless something else put files there.
-		for _, d := range []string{"/run/containerd/s", "/run/containerd/runc", "/run/containerd", "/var/lib/cni/results", "/var/lib/cni", "/var/log/containers"} {
-			_ = syscall.Rmdir(d)
+		for _, d := range h.leftDirs {
+			_ = syscall.Rmdir(d) // fails unless empty
 		}
 		return errors.Join(errs...)
 	})
 }
 
-// withHostLock runs change on the machine's sysctl record under an
-// exclusive lock and writes it back.
-func withHostLock(change func(*sysctlRecord) error) error {
-	if err := os.MkdirAll(hostDir, 0o700); err != nil {
+// withLock runs change on the record under an exclusive lock and writes it
+// back.
+func (h hostRecord) withLock(change func(*sysctlRecord) error) error {
+	if err := os.MkdirAll(h.dir, 0o700); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(filepath.Join(hostDir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(filepath.Join(h.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
 	}
@@ -311,7 +319,7 @@ func withHostLock(change func(*sysctlRecord) error) error {
 		return err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file unlocks too
-	path := filepath.Join(hostDir, "sysctl.json")
+	path := filepath.Join(h.dir, "sysctl.json")
 	var r sysctlRecord
 	if data, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(data, &r)

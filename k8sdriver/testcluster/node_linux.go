@@ -83,7 +83,7 @@ func startNode(ctx context.Context, c *Cluster, bins Binaries, dir string) (_ *N
 	if err := makeCgroup(n.state.Cgroup); err != nil {
 		return nil, err
 	}
-	if err := holdSysctls(n.state.user()); err != nil {
+	if err := machine.hold(n.state.user()); err != nil {
 		return nil, err
 	}
 	if err := n.startKubelet(c.Admin, bins, dir); err != nil {

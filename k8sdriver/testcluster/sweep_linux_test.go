@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func TestARunThatNeverStoppedIsUndoneByTheNext(t *testing.T) {
 	}
 	// The node held the kernel settings as this (living) process: a real
 	// crashed run's entry goes with its process.
-	if err := releaseSysctls(c.Node.state.user()); err != nil {
+	if err := machine.release(c.Node.state.user()); err != nil {
 		t.Fatal(err)
 	}
 	if left := leftovers(st); left != "" {
@@ -114,46 +115,62 @@ func leftovers(st nodeState) string {
 
 // TestKernelSettingsComeBackWhenTheLastNodeStops: two nodes hold the
 // settings kubelet changes; the first to stop leaves them, the last one
-// writes back what was there before either started.
+// writes back what was there before either started. A node whose process
+// is gone counts for nothing. (A record of the test's own, over settings
+// files of its own: the machine's are not touched.)
 func TestKernelSettingsComeBackWhenTheLastNodeStops(t *testing.T) {
 	t.Parallel()
-	const key = "kernel/panic"
-	before, err := os.ReadFile("/proc/sys/" + key)
-	if err != nil {
-		t.Skip(err)
+	h := hostRecord{dir: t.TempDir(), procSys: t.TempDir()}
+	setting := func(k string) string {
+		data, err := os.ReadFile(filepath.Join(h.procSys, k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
 	}
-	a, b := nodeState{PID: os.Getpid(), Bridge: "test-a-" + randomHex(3)}, nodeState{PID: os.Getpid(), Bridge: "test-b-" + randomHex(3)}
-	for _, s := range []nodeState{a, b} {
-		if err := holdSysctls(s.user()); err != nil {
+	set := func(k, v string) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(h.procSys, k)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(h.procSys, k), []byte(v), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// What kubelet does; another node of this machine may have done it already.
-	if err := os.WriteFile("/proc/sys/"+key, []byte("10"), 0o644); err != nil {
+	for _, k := range kubeletSysctls {
+		set(k, "0")
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if err := releaseSysctls(a.user()); err != nil {
+	self := strconv.Itoa(os.Getpid())
+	a, b, dead := self+"/a", self+"/b", strconv.Itoa(gone.Process.Pid)+"/c"
+	for _, u := range []string{a, b, dead} {
+		if err := h.hold(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("kernel/panic", "10")         // what kubelet does
+	if err := h.hold(a); err != nil { // held again: nothing recorded anew
 		t.Fatal(err)
 	}
-	if now, _ := os.ReadFile("/proc/sys/" + key); strings.TrimSpace(string(now)) != "10" {
-		t.Fatalf("%s = %s after the first of two nodes stopped, want kubelet's 10 kept", key, now)
-	}
-	if err := releaseSysctls(b.user()); err != nil {
+	if err := h.release(a); err != nil {
 		t.Fatal(err)
 	}
-	r := readSysctlRecord(t)
-	if len(r.Users) > 0 {
-		return // nodes of other tests run: they restore when the last stops
+	if got := setting("kernel/panic"); got != "10" {
+		t.Fatalf("kernel/panic = %s after the first of two nodes stopped, want kubelet's 10 kept", got)
 	}
-	if now, _ := os.ReadFile("/proc/sys/" + key); string(now) != string(before) {
-		t.Fatalf("%s = %s after the last node stopped, want %s", key, now, before)
-	}
-}
-
-func readSysctlRecord(t *testing.T) sysctlRecord {
-	var r sysctlRecord
-	if err := withHostLock(func(cur *sysctlRecord) error { r = *cur; return nil }); err != nil {
+	if err := h.release(b); err != nil { // the dead node's entry goes too
 		t.Fatal(err)
 	}
-	return r
+	if got := setting("kernel/panic"); got != "0" {
+		t.Fatalf("kernel/panic = %s after the last node stopped, want the 0 from before", got)
+	}
+	set("kernel/panic", "10")
+	if err := h.release(b); err != nil { // nothing held: nothing written
+		t.Fatal(err)
+	}
+	if got := setting("kernel/panic"); got != "10" {
+		t.Fatalf("a release with no node holding wrote kernel/panic = %s", got)
+	}
 }
