@@ -14,14 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// AnnotationRecorded marks a CronJob's Job whose run was reported (see
-// WatchCronRuns): whoever sets it reports the run, once.
-const AnnotationRecorded = "sless.dev/recorded"
+// LabelRecorded marks a CronJob's Job whose run was reported (see
+// WatchCronRuns): whoever sets it reports the run, once. A label, so that
+// the watch lists only the runs still to report.
+const LabelRecorded = "sless.dev/recorded"
 
 // WatchCronRuns looks for finished Jobs of the CronJobs of every tenant
 // every interval until ctx ends, and reports each run once with its
 // result read from its pod, for the invocation log. Several control planes
-// may watch: a run is claimed by setting AnnotationRecorded on its Job with
+// may watch: a run is claimed by setting LabelRecorded on its Job with
 // an update that fails when another claimed it first, and reported only
 // after. Errors are retried at the next tick.
 func (d *Driver) WatchCronRuns(ctx context.Context, interval time.Duration, report func(workers.CronRun)) {
@@ -36,7 +37,7 @@ func (d *Driver) WatchCronRuns(ctx context.Context, interval time.Duration, repo
 }
 
 func (d *Driver) collectCronRuns(ctx context.Context, report func(workers.CronRun)) {
-	sel := labels.Set{resources.LabelManagedBy: resources.ManagedBy, resources.LabelComponent: "cron"}.String()
+	sel := labels.Set{resources.LabelManagedBy: resources.ManagedBy, resources.LabelComponent: "cron"}.String() + ",!" + LabelRecorded
 	jobs, err := d.client.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return
@@ -44,14 +45,11 @@ func (d *Driver) collectCronRuns(ctx context.Context, report func(workers.CronRu
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
 		out, done := finished(job)
-		if !done || job.Annotations[AnnotationRecorded] != "" || job.DeletionTimestamp != nil {
+		if !done || job.DeletionTimestamp != nil {
 			continue
 		}
 		claimed := job.DeepCopy()
-		if claimed.Annotations == nil {
-			claimed.Annotations = map[string]string{}
-		}
-		claimed.Annotations[AnnotationRecorded] = "true"
+		claimed.Labels[LabelRecorded] = "true" // the selector matched: it has labels
 		// A conflict: another control plane claimed it first; any other
 		// error: tried again at the next tick.
 		if _, err := d.client.BatchV1().Jobs(job.Namespace).Update(ctx, claimed, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {

@@ -27,8 +27,8 @@
 // on cue use its FakeKubeletForTest and a fake LogSource.
 //
 // The runs of a cron trigger's CronJob are not the driver's calls:
-// WatchCronRuns reports each finished one once (claimed by an annotation on
-// its Job), for the invocation log.
+// WatchCronRuns reports each finished one once (claimed by a label on its
+// Job), for the invocation log.
 //
 // Lifecycle of a run's Job: its event Secret applied (the user's event is
 // never literal in a pod spec; the pod reads SLESS_EVENT from it) → Job
