@@ -2,7 +2,6 @@ package k8sdriver
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"strings"
 	"sync"
@@ -159,19 +158,12 @@ func (e *env) eventually(what string, cond func() bool) {
 // tenantNamespace returns a fresh fake tenant namespace (the driver applies
 // its tenant objects); it is deleted when the test ends.
 func tenantNamespace(t *testing.T, c *testcluster.Cluster) string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	ns := "sless-" + hex.EncodeToString(b)
+	ns := realTenantNamespace(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: testcluster.FakeNamespaceAnnotations}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = c.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	})
 	return ns
 }
 

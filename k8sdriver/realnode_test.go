@@ -63,9 +63,7 @@ func TestCronJobRunsAreReportedOnce(t *testing.T) {
 // realTenantNamespace returns a fresh tenant namespace name whose pods run
 // on the real node (the driver creates it); it is deleted when the test ends.
 func realTenantNamespace(t testing.TB, c *testcluster.Cluster) string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	ns := "sless-" + hex.EncodeToString(b)
+	ns := "sless-" + randomHex(8)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -141,7 +139,7 @@ func TestNetworkPolicyIsEnforced(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Get(t)
 	c.EnforceNetworkPolicy(t)
-	cp := "np-control-" + randomHex(4)
+	cp := c.Namespace(t, "np-control") // the control plane's, for this test's driver
 	d, _ := realNodeDriver(t, c, func(cfg *Config) { cfg.ControlPlaneNamespace = cp })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -151,11 +149,6 @@ func TestNetworkPolicyIsEnforced(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cpNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cp}}
-	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, cpNS, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Client.CoreV1().Namespaces().Delete(context.Background(), cp, metav1.DeleteOptions{}) })
 
 	server := restrictedPod("server", "import http.server, socketserver\n"+
 		"socketserver.TCPServer(('', 8080), http.server.SimpleHTTPRequestHandler).serve_forever()\n")
