@@ -188,10 +188,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 // trustedProxies parses --trusted-proxies.
 func (c *config) trustedProxies() ([]netip.Prefix, error) {
 	var out []netip.Prefix
-	for _, s := range strings.Split(c.TrustedProxy, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
+	for _, s := range splitList(c.TrustedProxy) {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			return nil, fmt.Errorf("--trusted-proxies: %w", err)
@@ -199,4 +196,15 @@ func (c *config) trustedProxies() ([]netip.Prefix, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// splitList splits a comma-separated list, dropping empty items and spaces.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -149,17 +149,6 @@ func parseMirrors(s string) (map[string]string, error) {
 	return mirrors, nil
 }
 
-// splitList splits a comma-separated list, dropping empty items and spaces.
-func splitList(s string) []string {
-	var out []string
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
-}
-
 // openSandbox makes the sandbox of the local driver's function processes.
 // Without bubblewrap (or user namespaces), `sless dev` warns once and runs
 // them unsandboxed; `sless serve` refuses to start unless told
