@@ -50,6 +50,25 @@ func TestConformance(t *testing.T) {
 // codeBucket is the bucket of the build contexts, named in kaniko's --context.
 const codeBucket = "sless-code"
 
+// The S3 credentials of the tests on the real node: every S3 server they
+// start takes them, so that the one sless-builds/sless-s3 Secret serves all.
+const s3Access, s3Secret = "sless-test", "sless-test-secret"
+
+// nodeS3 starts an S3 server with the code bucket on the node's bridge,
+// where kaniko's pods reach it, and makes sless-builds as deploy/ does with
+// its credentials.
+func nodeS3(t testing.TB, c *testcluster.Cluster) *s3embed.Server {
+	t.Helper()
+	srv, err := s3embed.Start(context.Background(), s3embed.Options{Dir: t.TempDir(), Addr: net.JoinHostPort(c.Node.BridgeIP, "0"),
+		AccessKey: s3Access, SecretKey: s3Secret, Buckets: []string{codeBucket}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	c.BuildNamespace(t, "sless-builds", nil, s3Access, s3Secret)
+	return srv
+}
+
 // realNodeDriver returns a driver configured for the test cluster's node as
 // deploy/ configures one for a real cluster, but for where images and code
 // live: the node's registry (also standing in, through kaniko's registry
@@ -59,18 +78,11 @@ const codeBucket = "sless-code"
 // the S3 server's credentials.
 func realNodeDriver(t testing.TB, c *testcluster.Cluster, change func(*Config)) (*Driver, *codestore.Store) {
 	t.Helper()
-	const access, secret = "sless-test", "sless-test-secret"
-	srv, err := s3embed.Start(context.Background(), s3embed.Options{Dir: t.TempDir(), Addr: net.JoinHostPort(c.Node.BridgeIP, "0"),
-		AccessKey: access, SecretKey: secret, Buckets: []string{codeBucket}})
+	srv := nodeS3(t, c)
+	code, err := codestore.New(context.Background(), codestore.Config{Endpoint: srv.URL(), AccessKey: s3Access, SecretKey: s3Secret, Bucket: codeBucket})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = srv.Close() })
-	code, err := codestore.New(context.Background(), codestore.Config{Endpoint: srv.URL(), AccessKey: access, SecretKey: secret, Bucket: codeBucket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.BuildNamespace(t, "sless-builds", nil, access, secret)
 	reg := c.Node.Registry.Host
 	cfg := Config{
 		Registry:           reg + "/sless",

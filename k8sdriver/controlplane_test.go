@@ -16,7 +16,6 @@ import (
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/k8sdriver/testcluster"
-	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/store/pgtest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,20 +57,14 @@ func TestControlPlaneInPods(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	const access, secret, jwt = "sless-test", "sless-test-secret", "control-plane-test-jwt-secret-0123456789"
-	s3, err := s3embed.Start(ctx, s3embed.Options{Dir: t.TempDir(), Addr: net.JoinHostPort(c.Node.BridgeIP, "0"),
-		AccessKey: access, SecretKey: secret, Buckets: []string{codeBucket}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s3.Close() })
+	const jwt = "control-plane-test-jwt-secret-0123456789"
+	s3 := nodeS3(t, c)
 	db, err := url.Parse(pgtest.NewDBURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.Host = c.Forward(t, db.Host)
 	apiHost, apiPort, _ := net.SplitHostPort(c.Forward(t, c.APIServer()))
-	c.BuildNamespace(t, "sless-builds", nil, access, secret)
 	reg := c.Node.Registry.Host
 
 	a := newApplier(t, c)
@@ -84,7 +77,7 @@ func TestControlPlaneInPods(t *testing.T) {
 		}
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sless", Namespace: "sless-system"}, StringData: map[string]string{
-		"database-url": db.String(), "s3-access-key": access, "s3-secret-key": secret, "jwt-secret": jwt}}
+		"database-url": db.String(), "s3-access-key": s3Access, "s3-secret-key": s3Secret, "jwt-secret": jwt}}
 	if _, err := c.Client.CoreV1().Secrets("sless-system").Create(ctx, sec, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
