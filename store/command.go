@@ -35,8 +35,9 @@ const maxAttempts = 5
 
 // Execute runs fn in a transaction, with meta recorded on every event it
 // appends, and commits. When an append loses a race with a concurrent writer,
-// fn runs again on fresh state (up to 5 attempts), so callers see ECONFLICT only
-// for real conflicts. It returns the appended events.
+// or PostgreSQL aborts the transaction for another's sake (a deadlock, a
+// serialization failure), fn runs again on fresh state (up to 5 attempts), so
+// callers see ECONFLICT only for real conflicts. It returns the appended events.
 //
 // Errors: fn's own errors; ECONFLICT after repeated races; EUNAVAILABLE when
 // the database is down; EINTERNAL otherwise.
@@ -51,7 +52,7 @@ func (s *Store) Execute(ctx context.Context, meta Metadata, fn func(tx *Tx) erro
 		if err == nil {
 			return t.appended, nil
 		}
-		if !errors.Is(err, errRaced) {
+		if !errors.Is(err, errRaced) && !rolledBackForAnother(err) {
 			return nil, err
 		}
 		select {

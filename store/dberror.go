@@ -31,6 +31,14 @@ func dbError(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
+// rolledBackForAnother reports whether PostgreSQL aborted the transaction
+// to let another through: a deadlock (40P01) or a serialization failure
+// (40001). Nothing of it was kept, and it is meant to be run again.
+func rolledBackForAnother(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
 // unavailable reports whether err means the server could not be reached or is
 // shutting down or starting, rather than that the statement failed.
 func unavailable(err error) bool {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -392,5 +393,50 @@ func TestListFiringCronTriggers(t *testing.T) {
 	}
 	if len(ours) != 1 || ours[0].Name != "fires" || !ours[0].ActiveSince.Equal(since) || ours[0].Schedule != "* * * * *" {
 		t.Fatalf("firing cron triggers = %+v, want only fires, active since %v", ours, since)
+	}
+}
+
+// TestExecuteRunsADeadlockedCommandAgain: two commands lock two rows in
+// opposite orders; PostgreSQL aborts one of them as a deadlock, and Execute
+// runs it again instead of failing it (a trigger's PATCH once answered 500
+// with SQLSTATE 40P01).
+func TestExecuteRunsADeadlockedCommandAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewDB(t)
+	if _, err := pool.Exec(ctx, `CREATE TABLE locks (id int PRIMARY KEY); INSERT INTO locks VALUES (1), (2)`); err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(pool, nil)
+	var both sync.WaitGroup
+	both.Add(2)
+	var attempts atomic.Int32
+	lockBoth := func(first, second int) error {
+		firstTry := true
+		_, err := s.Execute(ctx, store.Metadata{}, func(tx *store.Tx) error {
+			attempts.Add(1)
+			if _, err := tx.Exec(ctx, `SELECT id FROM locks WHERE id = $1 FOR UPDATE`, first); err != nil {
+				return err
+			}
+			if firstTry { // both hold their first row before either asks for its second
+				firstTry = false
+				both.Done()
+				both.Wait()
+			}
+			_, err := tx.Exec(ctx, `SELECT id FROM locks WHERE id = $1 FOR UPDATE`, second)
+			return err
+		})
+		return err
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- lockBoth(1, 2) }()
+	go func() { errs <- lockBoth(2, 1) }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("Execute = %v, want the deadlocked command run again", err)
+		}
+	}
+	if n := attempts.Load(); n < 3 {
+		t.Fatalf("%d attempts: no deadlock happened, the test proves nothing", n)
 	}
 }
