@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -97,18 +98,29 @@ func (inv *Invocation) normalize() {
 	if inv.Trigger == "" {
 		inv.Trigger = InvocationHTTP
 	}
-	inv.Path = domain.Truncate(inv.Path, MaxInvocationPath)
-	inv.Error = domain.Truncate(inv.Error, MaxInvocationError)
-	inv.Log = truncateLog(inv.Log, MaxInvocationLog)
+	inv.Method = storableText(inv.Method)
+	inv.Path = domain.Truncate(storableText(inv.Path), MaxInvocationPath)
+	inv.Error = domain.Truncate(storableText(inv.Error), MaxInvocationError)
+	inv.Log = truncateLog(storableText(inv.Log), MaxInvocationLog)
 }
 
-// truncateLog keeps the end of a long log (where a failure's traceback is)
-// within max bytes, on a rune boundary, and removes NUL bytes, which a text
-// column cannot hold.
-func truncateLog(s string, max int) string {
+// storableText returns s without what a text column refuses: NUL bytes
+// and invalid UTF-8 (replaced by U+FFFD). One record holding either would
+// make PostgreSQL refuse its whole batch; a function's output and a
+// request's path may hold both.
+func storableText(s string) string {
 	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "")
 	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s
+}
+
+// truncateLog keeps the end of a long log (where a failure's traceback is)
+// within max bytes, on a rune boundary.
+func truncateLog(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}

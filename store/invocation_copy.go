@@ -11,6 +11,15 @@ import (
 // invocationCopySQL starts the COPY that the writer feeds with copyEncoder's stream.
 var invocationCopySQL = "COPY invocations (" + strings.Join(invocationCopyColumns, ", ") + ") FROM STDIN (FORMAT binary)"
 
+// invocationReplayCopySQL and invocationReplayInsertSQL store a COPY stream
+// again without storing a record twice (InvocationWriter.insertIdempotent):
+// into a temporary table, then into the log, skipping ids stored already.
+var (
+	invocationReplayCopySQL   = "COPY invocations_replay (" + strings.Join(invocationCopyColumns, ", ") + ") FROM STDIN (FORMAT binary)"
+	invocationReplayInsertSQL = "INSERT INTO invocations (" + strings.Join(invocationCopyColumns, ", ") + ") SELECT " +
+		strings.Join(invocationCopyColumns, ", ") + " FROM invocations_replay ON CONFLICT DO NOTHING"
+)
+
 // pgEpochMicros is 2000-01-01 UTC, where PostgreSQL's binary timestamps
 // count from, in Unix microseconds.
 const pgEpochMicros = 946_684_800 * 1_000_000

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,9 @@ const (
 	DefaultInvocationBatch     = 1000
 	DefaultInvocationFlush     = 100 * time.Millisecond
 	invocationWriteTimeout     = 30 * time.Second
+	invocationSpoolTimeout     = 5 * time.Second        // a write's timeout when a spool can take the batch
+	invocationSpoolRetry       = time.Second            // how often a spool waiting for the database tries it
+	invocationSpoolBudget      = 200 * time.Millisecond // how long one batch's write may spend replaying the spool
 	invocationWriteAttempts    = 3
 	invocationDropLogInterval  = 10 * time.Second
 	invocationPartitionsBehind = 1 // days of partitions made at start, besides today
@@ -38,13 +42,21 @@ type InvocationWriterOptions struct {
 	FlushInterval time.Duration
 	// Logger receives write failures and drops; nil means slog.Default().
 	Logger *slog.Logger
+	// SpoolDir is where batches wait while the database cannot take them
+	// (see invocationSpool); they are written, in order, when it can.
+	// "" means no spool: a batch the database refuses three times is lost.
+	SpoolDir string
+	// SpoolBytes bounds the spool (DefaultInvocationSpoolBytes): past it,
+	// batches are lost, counted in Stats().Failed and logged once.
+	SpoolBytes int64
 }
 
 // InvocationWriterStats counts what a writer did with the records it got.
 type InvocationWriterStats struct {
 	Written uint64 // stored
 	Dropped uint64 // refused by Record: buffer full, or the writer closed
-	Failed  uint64 // lost because the database refused them after retries
+	Failed  uint64 // lost: the database refused them and no spool could keep them
+	Spooled uint64 // waiting in the spool for the database, now
 }
 
 // InvocationWriter records invocations off the request path: Record appends
@@ -76,10 +88,14 @@ type InvocationWriter struct {
 	written, dropped, failed atomic.Uint64
 	lastDropLog              atomic.Int64
 
-	days  map[time.Time]bool // partitions known to exist; owned by run
-	spare []Invocation       // the batch slice of run, swapped with pending
-	enc   copyEncoder        // the COPY stream of the batch being written; owned by run
-	copyR bytes.Reader       // reads enc's buffer to the connection
+	spool        *invocationSpool   // nil without a spool; owned by run
+	lastSpoolTry time.Time          // when a replay of the spool last failed; owned by run
+	lossLogged   bool               // a loss was logged and nothing was stored since; owned by run
+	days         map[time.Time]bool // partitions known to exist; owned by run
+	batchDays    []time.Time        // the days of the batch being written; owned by run
+	spare        []Invocation       // the batch slice of run, swapped with pending
+	enc          copyEncoder        // the COPY stream of the batch being written; owned by run
+	copyR        bytes.Reader       // reads enc's buffer to the connection
 }
 
 // NewInvocationWriter starts a writer of s's invocation log. Stop it with Close.
@@ -103,6 +119,17 @@ func (s *Store) NewInvocationWriter(opts InvocationWriterOptions) *InvocationWri
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		days:     map[time.Time]bool{},
+	}
+	if opts.SpoolDir != "" {
+		if opts.SpoolBytes <= 0 {
+			opts.SpoolBytes = DefaultInvocationSpoolBytes
+		}
+		spool, err := openSpool(opts.SpoolDir, opts.SpoolBytes)
+		if err != nil {
+			w.log.Error("the invocation log has no spool: records the database cannot take will be lost", "dir", opts.SpoolDir, "error", err)
+		} else {
+			w.spool = spool
+		}
 	}
 	go w.run()
 	return w
@@ -148,7 +175,11 @@ func (w *InvocationWriter) drop(why string) {
 
 // Stats returns the counters of the writer.
 func (w *InvocationWriter) Stats() InvocationWriterStats {
-	return InvocationWriterStats{Written: w.written.Load(), Dropped: w.dropped.Load(), Failed: w.failed.Load()}
+	st := InvocationWriterStats{Written: w.written.Load(), Dropped: w.dropped.Load(), Failed: w.failed.Load()}
+	if w.spool != nil {
+		st.Spooled = w.spool.records.Load()
+	}
+	return st
 }
 
 // Flush writes every record queued before the call and returns when they
@@ -191,13 +222,17 @@ func (w *InvocationWriter) Close(ctx context.Context) error {
 }
 
 // run is the writer's goroutine: it writes the buffer when a batch is full,
-// FlushInterval after its first record, on Flush and on Close.
+// FlushInterval after its first record, on Flush and on Close; and, while
+// the spool holds batches, it tries the database every second.
 func (w *InvocationWriter) run() {
 	defer close(w.done)
 	w.ensureDays(time.Now().AddDate(0, 0, -invocationPartitionsBehind), time.Now().AddDate(0, 0, invocationPartitionsAhead))
+	w.replay(invocationWriteTimeout, true) // what a previous process left
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := false
+	retry := time.NewTicker(invocationSpoolRetry)
+	defer retry.Stop()
 	for {
 		select {
 		case <-w.wake:
@@ -214,11 +249,15 @@ func (w *InvocationWriter) run() {
 		case <-timer.C:
 			armed = false
 			w.writePending()
+		case <-retry.C:
+			w.replay(invocationSpoolBudget*5, false)
 		case reply := <-w.flushReq:
 			w.writePending()
+			w.replay(invocationWriteTimeout, true)
 			close(reply)
 		case <-w.stop:
 			w.writePending()
+			w.replay(invocationSpoolTimeout, true)
 			return
 		}
 	}
@@ -244,55 +283,190 @@ func (w *InvocationWriter) writePending() {
 	w.spare = all[:0]
 }
 
-// write stores batch with COPY, retrying a failed write twice.
+// write stores batch with COPY, retrying a failed write twice. With a
+// spool, a batch the database cannot take now (it is down, restarting or
+// too slow) is spooled at once rather than retried, and while the spool
+// holds batches a new one waits behind them, so the log is written in the
+// order it was recorded.
 func (w *InvocationWriter) write(batch []Invocation) {
-	for i := range batch {
-		batch[i].normalize()
-		if d := day(batch[i].StartedAt); !w.days[d] {
-			w.ensureDays(d, d)
-		}
-	}
+	from, to := w.prepare(batch)
 	w.enc.invocations(batch)
 	defer func() { // a batch of long logs may need a large buffer once; the next ones should not hold it
 		if cap(w.enc.buf) > invocationCopyBufferKept {
 			w.enc.buf = nil
 		}
 	}()
+	if w.spool != nil && !w.spool.empty() {
+		if w.replay(invocationSpoolBudget, false); !w.spool.empty() {
+			w.toSpool(len(batch), from, to, nil)
+			return
+		}
+	}
+	timeout := invocationWriteTimeout
+	if w.spool != nil {
+		timeout = invocationSpoolTimeout
+	}
 	var err error
 	for attempt := 1; attempt <= invocationWriteAttempts; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), invocationWriteTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		err = w.copy(ctx)
+		if isUniqueViolation(err) { // an earlier attempt was stored after all: keep the rest
+			err = w.insertIdempotent(ctx, w.enc.buf)
+		}
 		cancel()
 		if err == nil {
 			w.written.Add(uint64(len(batch)))
+			w.lossLogged = false
+			return
+		}
+		if w.spool != nil && transient(err) {
+			w.toSpool(len(batch), from, to, err)
 			return
 		}
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23514" { // no partition for a row: dropped meanwhile
 			clear(w.days)
-			for i := range batch {
-				w.ensureDays(batch[i].StartedAt, batch[i].StartedAt)
-			}
+			w.ensureBatchDays()
 		}
 		if attempt < invocationWriteAttempts {
 			time.Sleep(time.Duration(attempt*attempt) * 100 * time.Millisecond)
 		}
 	}
-	w.failed.Add(uint64(len(batch)))
-	w.log.Error("invocation records lost: the database refused them", "records", len(batch), "error", err)
+	w.lose(len(batch), "the database refused them", err)
 }
 
-// ensureDays creates the partitions of from's through to's days, remembering success.
-func (w *InvocationWriter) ensureDays(from, to time.Time) {
-	ctx, cancel := context.WithTimeout(context.Background(), invocationWriteTimeout)
+// prepare fills in the batch's records (normalize), makes the partitions
+// of their days unless known to exist, and returns the first and last day.
+func (w *InvocationWriter) prepare(batch []Invocation) (from, to time.Time) {
+	w.batchDays = w.batchDays[:0]
+	for i := range batch {
+		batch[i].normalize()
+		d := day(batch[i].StartedAt)
+		if i == 0 || d.Before(from) {
+			from = d
+		}
+		if i == 0 || d.After(to) {
+			to = d
+		}
+		if !slices.Contains(w.batchDays, d) {
+			w.batchDays = append(w.batchDays, d)
+		}
+	}
+	w.ensureBatchDays()
+	return from, to
+}
+
+// ensureBatchDays makes the partitions of the batch's days unless known to
+// exist, giving up at the first failure (the database is away: the write
+// will tell).
+func (w *InvocationWriter) ensureBatchDays() {
+	for _, d := range w.batchDays {
+		if !w.days[d] && !w.ensureDays(d, d) {
+			return
+		}
+	}
+}
+
+// toSpool spools the encoded batch of n records, whose write failed with
+// cause (nil: it waited behind the spool), or counts it lost.
+func (w *InvocationWriter) toSpool(n int, from, to time.Time, cause error) {
+	err := w.spool.put(w.enc.buf, n, from, to)
+	if err != nil {
+		w.lose(n, "the database cannot take them and the spool cannot keep them", errors.Join(cause, err))
+		return
+	}
+	if cause != nil && w.spool.records.Load() == uint64(n) { // the first batch of an outage
+		w.log.Warn("the database cannot take invocation records; spooling them to disk until it can",
+			"dir", w.spool.dir, "error", cause)
+	}
+}
+
+// replay writes the spool's batches to the database, oldest first, for
+// about budget, unless a replay failed less than a second ago (or now is
+// set). A batch the database refuses for what it holds rather than for
+// being unreachable is lost, not retried for ever.
+func (w *InvocationWriter) replay(budget time.Duration, now bool) {
+	if w.spool == nil || w.spool.empty() || !now && time.Since(w.lastSpoolTry) < invocationSpoolRetry {
+		return
+	}
+	deadline := time.Now().Add(budget)
+	written := 0
+	for !w.spool.empty() {
+		f, stream, err := w.spool.oldest()
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), invocationWriteTimeout)
+			if err = w.spoolDays(ctx, f); err == nil {
+				err = w.insertIdempotent(ctx, stream)
+			}
+			cancel()
+		}
+		switch {
+		case err == nil:
+			w.written.Add(uint64(f.records))
+			written += f.records
+		case transient(err):
+			w.lastSpoolTry = time.Now()
+			return
+		default:
+			w.lose(f.records, "the database refused a spooled batch", err)
+		}
+		if err := w.spool.removeOldest(f); err != nil {
+			w.log.Error("cannot remove a replayed invocation spool file; its records may be written twice (harmless) at the next start", "file", f.name, "error", err)
+		}
+		if w.spool.empty() {
+			w.lossLogged = false
+			w.log.Info("the invocation spool is written", "records", written)
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+	}
+}
+
+// spoolDays makes the partitions a spooled batch needs: those of its first
+// through last day (or, for a batch spanning more than a year, which no
+// log written at the time of its invocations does, of those two days).
+func (w *InvocationWriter) spoolDays(ctx context.Context, f spoolFile) error {
+	if f.to.Sub(f.from) <= 366*24*time.Hour {
+		return w.s.EnsureInvocationPartitions(ctx, f.from, f.to)
+	}
+	return errors.Join(w.s.EnsureInvocationPartitions(ctx, f.from, f.from), w.s.EnsureInvocationPartitions(ctx, f.to, f.to))
+}
+
+// lose counts n records lost and logs it, once until something is stored again.
+func (w *InvocationWriter) lose(n int, why string, err error) {
+	w.failed.Add(uint64(n))
+	if !w.lossLogged {
+		w.lossLogged = true
+		w.log.Error("invocation records lost: "+why, "records", n, "lost_total", w.failed.Load(), "error", err)
+	}
+}
+
+// transient reports whether err says the database is unreachable or slow
+// now rather than that it refuses the records.
+func transient(err error) bool {
+	return unavailable(err) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// ensureDays creates the partitions of from's through to's days, remembering
+// success, which it reports.
+func (w *InvocationWriter) ensureDays(from, to time.Time) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), invocationSpoolTimeout)
 	defer cancel()
 	if err := w.s.EnsureInvocationPartitions(ctx, from, to); err != nil {
 		w.log.Warn("cannot create invocation log partitions", "error", err)
-		return
+		return false
 	}
 	for d := day(from); !d.After(day(to)); d = d.AddDate(0, 0, 1) {
 		w.days[d] = true
 	}
+	return true
 }
 
 // copy sends the encoded batch with one COPY.
@@ -306,4 +480,31 @@ func (w *InvocationWriter) copy(ctx context.Context) error {
 	defer w.copyR.Reset(nil)
 	_, err = conn.Conn().PgConn().CopyFrom(ctx, &w.copyR, invocationCopySQL)
 	return err
+}
+
+// insertIdempotent stores a COPY stream's records except those stored
+// already (same id; the unique index on the log makes that a conflict): a
+// spooled batch may have been stored before a crash removed its file, and
+// a COPY whose answer was lost may have been stored too.
+func (w *InvocationWriter) insertIdempotent(ctx context.Context, stream []byte) error {
+	conn, err := w.s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it does nothing
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE invocations_replay (LIKE invocations) ON COMMIT DROP`); err != nil {
+		return err
+	}
+	if _, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(stream), invocationReplayCopySQL); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, invocationReplayInsertSQL); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slessio/sless/runtimes"
+	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/workers"
 )
 
@@ -44,6 +45,7 @@ type config struct {
 	IdleOverrides map[string]time.Duration // --idle-timeout-for ns/name=duration
 	TrustedProxy  string                   // SLESS_TRUSTED_PROXIES: CIDRs whose X-Forwarded-* headers are kept
 	Retention     time.Duration            // SLESS_INVOCATION_RETENTION
+	SpoolMB       int                      // SLESS_INVOCATION_SPOOL_MB: disk the invocation log may use while the database is away; 0 none
 	MaxBodyBytes  int64                    // SLESS_MAX_BODY_BYTES: request body limit of the function proxy
 	FnConcurrency int                      // SLESS_FN_DEFAULT_MAX_CONCURRENCY: in-flight requests per function without max_concurrency; 0 unlimited
 	FnClientRate  float64                  // SLESS_FN_CLIENT_RATE: /fn requests per second per client address; 0 no limit
@@ -139,6 +141,7 @@ func bindConfig(fs *flag.FlagSet) *config {
 	})
 	fs.StringVar(&c.TrustedProxy, "trusted-proxies", env("SLESS_TRUSTED_PROXIES", ""), "comma-separated CIDRs of load balancers whose X-Forwarded-* headers the proxy keeps (env SLESS_TRUSTED_PROXIES)")
 	fs.DurationVar(&c.Retention, "invocation-retention", envDuration("SLESS_INVOCATION_RETENTION", 7*24*time.Hour), "how long the invocation log keeps records (env SLESS_INVOCATION_RETENTION)")
+	fs.IntVar(&c.SpoolMB, "invocation-spool-mb", envInt("SLESS_INVOCATION_SPOOL_MB", store.DefaultInvocationSpoolBytes>>20), "MiB of disk under the data dir where invocation records wait while the database cannot take them; past it they are lost (counted in sless_invocation_log_dropped_total); 0 keeps none (env SLESS_INVOCATION_SPOOL_MB)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", int64(envInt("SLESS_MAX_BODY_BYTES", 6<<20)), "request body limit of /fn/ (env SLESS_MAX_BODY_BYTES)")
 	fs.IntVar(&c.FnConcurrency, "fn-default-max-concurrency", envInt("SLESS_FN_DEFAULT_MAX_CONCURRENCY", 0), "requests one function may have in flight on /fn when it sets no max_concurrency, beyond it 429; 0 = unlimited (env SLESS_FN_DEFAULT_MAX_CONCURRENCY)")
 	fs.Float64Var(&c.FnClientRate, "fn-client-rate", envFloat("SLESS_FN_CLIENT_RATE", 0), "requests per second one client address may send to /fn, beyond it 429; 0 = no limit (env SLESS_FN_CLIENT_RATE)")

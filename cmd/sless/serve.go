@@ -134,7 +134,12 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	// and cron runs (through the proxy, which counts them in its metrics); it
 	// batches them off the hot path.
 	logStore := store.New(p.db.Pool, nil)
-	p.writer = logStore.NewInvocationWriter(store.InvocationWriterOptions{Logger: log.With("component", "invocations")})
+	// Its spool keeps records on disk while the database is away.
+	logOpts := store.InvocationWriterOptions{Logger: log.With("component", "invocations")}
+	if c.SpoolMB > 0 {
+		logOpts.SpoolDir, logOpts.SpoolBytes = c.path("invocation-spool"), int64(c.SpoolMB)<<20
+	}
+	p.writer = logStore.NewInvocationWriter(logOpts)
 	trusted, err := c.trustedProxies()
 	if err != nil {
 		return err

@@ -80,11 +80,14 @@ func newMetrics(reg prometheus.Registerer, rec Recorder) (*metrics, error) {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sless_invocation_log_written_total",
 				Help: "Invocation records stored."}, func() float64 { return float64(src.Stats().Written) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sless_invocation_log_dropped_total",
-				Help: "Invocation records dropped: the buffer was full or the writer closed.", ConstLabels: prometheus.Labels{"reason": "buffer"}},
+				Help: "Invocation records lost, by reason: buffer (the buffer was full or the writer closed), write_failed (the database refused them and the spool could not keep them).", ConstLabels: prometheus.Labels{"reason": "buffer"}},
 				func() float64 { return float64(src.Stats().Dropped) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sless_invocation_log_dropped_total",
-				Help: "Invocation records dropped: the buffer was full or the writer closed.", ConstLabels: prometheus.Labels{"reason": "write_failed"}},
-				func() float64 { return float64(src.Stats().Failed) }))
+				Help: "Invocation records lost, by reason: buffer (the buffer was full or the writer closed), write_failed (the database refused them and the spool could not keep them).", ConstLabels: prometheus.Labels{"reason": "write_failed"}},
+				func() float64 { return float64(src.Stats().Failed) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sless_invocation_log_spooled_records",
+				Help: "Invocation records waiting on disk for the database (SLESS_INVOCATION_SPOOL_MB)."},
+				func() float64 { return float64(src.Stats().Spooled) }))
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
