@@ -16,6 +16,11 @@ import (
 // wire.Error, holds it).
 type errorDetail = wire.ErrorDetail
 
+// unavailableRetryAfter is the Retry-After of a 503: when a dependency
+// (the database, the object store) is away, how many seconds a client
+// should wait before it asks again.
+const unavailableRetryAfter = "2"
+
 // handleError is Echo's HTTPErrorHandler: it renders every error — domain
 // errors from handlers, Echo's own (unknown route, wrong method, body limit)
 // and anything unexpected — in the one JSON shape, and logs only internal ones.
@@ -29,8 +34,12 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	d := s.errorDetail(err, c)
 	status := wire.StatusOf(d.Code)
-	if status == http.StatusUnauthorized {
-		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="sless"`)
+	switch h := c.Response().Header(); {
+	case status == http.StatusUnauthorized:
+		h.Set("WWW-Authenticate", `Bearer realm="sless"`)
+	case status == http.StatusServiceUnavailable && h.Get("Retry-After") == "":
+		// The database or the object store is away: a restart takes seconds.
+		h.Set("Retry-After", unavailableRetryAfter)
 	}
 	if req.Method == http.MethodHead {
 		_ = c.NoContent(status)
