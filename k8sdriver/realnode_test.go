@@ -91,7 +91,7 @@ func buildWith(t testing.TB, d workers.Driver, code *codestore.Store, ns, fn str
 		t.Fatal(err)
 	}
 	before, after := runtimes.Describe(rt).ImageSteps(codestore.Lookup(fl))
-	obj, err := code.Put(ctx, ns, fn, zipData, fl, testcluster.RuntimeImage(string(rt)), codestore.ImageSteps{BeforeCode: before, AfterCode: after})
+	obj, err := code.Put(ctx, ns, fn, 1, zipData, fl, testcluster.RuntimeImage(string(rt)), codestore.ImageSteps{BeforeCode: before, AfterCode: after})
 	if err != nil {
 		t.Fatal(err)
 	}

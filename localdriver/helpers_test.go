@@ -50,7 +50,7 @@ func (e env) put(t testing.TB, ns, fn string, zipData []byte) codestore.Object {
 		// tampered store would hand it out.
 		files = []codestore.File{{Name: "handler.py", Mode: 0o644, Data: []byte("x")}}
 	}
-	obj, err := e.store.Put(context.Background(), ns, fn, zipData, files, "sless/test")
+	obj, err := e.store.Put(context.Background(), ns, fn, 1, zipData, files, "sless/test")
 	if err != nil {
 		t.Fatal(err)
 	}

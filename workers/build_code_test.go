@@ -89,7 +89,7 @@ func TestBuildRefusesCodeChangedInTheStore(t *testing.T) {
 	code := map[string]domain.Code{}
 	for _, name := range []string{"victim", "context-victim", "honest"} {
 		h.createFunction(name, pySpec)
-		code[name] = putCode(t, st, h.ns, name, map[string]string{"handler.py": "def handle(e):\n    return '" + name + "'\n"}, "sless/python3.11")
+		code[name] = putCode(t, st, h.ns, name, 1, map[string]string{"handler.py": "def handle(e):\n    return '" + name + "'\n"}, "sless/python3.11")
 	}
 	overwrite(code["victim"].ZipKey, stranger)
 	otherCtx, err := codestore.BuildContext([]codestore.File{{Name: "handler.py", Mode: 0o644, Data: []byte("print('stranger')\n")}}, "sless/python3.11")

@@ -2,10 +2,13 @@ package workers_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/command"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/store/codestore/ziptest"
@@ -34,16 +37,16 @@ func codeStoreOnServer(t *testing.T) (*codestore.Store, *s3embed.Server) {
 	return st, srv
 }
 
-// putCode zips files, validates and stores them as the API's upload does,
-// and returns what the version records.
-func putCode(t *testing.T, st *codestore.Store, ns, fn string, files map[string]string, baseImage string) domain.Code {
+// putCode zips files, validates and stores them for an incarnation of
+// function fn as the API's upload does, and returns what the version records.
+func putCode(t *testing.T, st *codestore.Store, ns, fn string, incarnation int, files map[string]string, baseImage string) domain.Code {
 	t.Helper()
 	zipped := ziptest.Files(t, files)
 	validated, err := codestore.ValidateZip(zipped, codestore.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := st.Put(context.Background(), ns, fn, zipped, validated, baseImage)
+	obj, err := st.Put(context.Background(), ns, fn, incarnation, zipped, validated, baseImage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +59,8 @@ func TestCleanupRemovesWorkloadAndCode(t *testing.T) {
 	st := codeStore(t)
 	h.start(func(c *workers.Config) { c.Code = st })
 	h.createFunction("doomed", pySpec)
-	code := putCode(t, st, h.ns, "doomed", map[string]string{"main.py": "def handle(event):\n    return 1\n"}, "python:3.11-slim")
-	other := putCode(t, st, h.ns, "doomed-not", map[string]string{"main.py": "def handle(event):\n    return 2\n"}, "python:3.11-slim")
+	code := putCode(t, st, h.ns, "doomed", 1, map[string]string{"main.py": "def handle(event):\n    return 1\n"}, "python:3.11-slim")
+	other := putCode(t, st, h.ns, "doomed-not", 1, map[string]string{"main.py": "def handle(event):\n    return 2\n"}, "python:3.11-slim")
 	h.uploadCode("doomed", code)
 	h.eventually(10*time.Second, func() error {
 		if f := h.function("doomed"); f.ActiveVersion != 1 {
@@ -98,9 +101,10 @@ func TestCleanupLeavesARecreatedFunctionAlone(t *testing.T) {
 	h := setup(t)
 	st := codeStore(t)
 	h.createFunction("phoenix", pySpec)
+	old := putCode(t, st, h.ns, "phoenix", 1, map[string]string{"main.py": "def handle(event):\n    return 3\n"}, "python:3.11-slim")
 	h.deleteFunction("phoenix")
 	h.createFunction("phoenix", pySpec) // before the cleanup ran
-	code := putCode(t, st, h.ns, "phoenix", map[string]string{"main.py": "def handle(event):\n    return 3\n"}, "python:3.11-slim")
+	code := putCode(t, st, h.ns, "phoenix", 2, map[string]string{"main.py": "def handle(event):\n    return 3\n"}, "python:3.11-slim")
 	h.uploadCode("phoenix", code)
 	h.start(func(c *workers.Config) { c.Code = st })
 	h.eventually(10*time.Second, func() error {
@@ -120,6 +124,9 @@ func TestCleanupLeavesARecreatedFunctionAlone(t *testing.T) {
 		t.Fatalf("the new function's code was deleted: %v", err)
 	}
 	rc.Close()
+	if _, err := st.Get(context.Background(), old.ZipKey); domain.ErrorCode(err) != domain.ENOTFOUND {
+		t.Fatalf("the deleted function's code (the same, under its own incarnation) is still stored (%v)", err)
+	}
 }
 
 // TestRecreatedFunctionAndJobRunAgain: a function deleted and created again
@@ -148,5 +155,96 @@ func TestRecreatedFunctionAndJobRunAgain(t *testing.T) {
 	}
 	if n := h.count(`SELECT count(*) FROM river_job WHERE kind = 'build' AND args->>'function' = 'again'`); n != 2 {
 		t.Fatalf("build jobs = %d; want 2, one per incarnation", n)
+	}
+}
+
+// TestRecreatedFunctionKeepsItsCodeThroughCleanups deletes and creates one
+// function name again in a tight loop, uploading code each time through the
+// API's command (command.UploadCode, which stores it), while the workers run.
+// Every cleanup is held in Driver.Remove, after its check that the function
+// is gone, until the last incarnation has uploaded its code: the cleanups
+// must then delete the code of the incarnations they clean up, and never the
+// last one's, which must build and stay stored; and the last one's workload,
+// which the held removals take, is deployed again.
+func TestRecreatedFunctionKeepsItsCodeThroughCleanups(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	st := codeStore(t)
+	var removing atomic.Int32
+	release := make(chan struct{})
+	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
+		d.onRemove = func(ctx context.Context, _, _ string) error {
+			removing.Add(1)
+			return blockUntil(ctx, release)
+		}
+	})
+	h.start(func(c *workers.Config) { c.Code = st })
+	cmd := command.New(command.Config{Store: h.api, Code: st, Now: h.clock.Now,
+		BaseImage: func(string) string { return "python:3.11-slim" }})
+	upload := func(round int) domain.Version {
+		t.Helper()
+		zipped := ziptest.Files(t, map[string]string{"main.py": fmt.Sprintf("def handle(event):\n    return %d\n", round)})
+		res, err := cmd.UploadCode(context.Background(), apiMeta, command.UploadCodeInput{
+			Ref: command.Ref{Namespace: h.ns, Name: "phoenix"}, Zip: zipped})
+		if err != nil {
+			t.Fatalf("upload %d: %v", round, err)
+		}
+		return res.Version
+	}
+
+	const rounds = 5
+	var first domain.Version
+	for round := 1; round <= rounds; round++ {
+		h.createFunction("phoenix", pySpec)
+		v := upload(round)
+		if round == 1 {
+			first = v
+		}
+		h.deleteFunction("phoenix")
+	}
+	h.eventually(10*time.Second, func() error { // a cleanup found the function gone
+		if removing.Load() == 0 {
+			return errorf("no cleanup is removing the function yet")
+		}
+		return nil
+	})
+	h.createFunction("phoenix", pySpec)
+	last := upload(rounds + 1)
+	h.createTrigger("phoenix-http", domain.TriggerHTTP, "phoenix", "", true)
+	h.eventually(10*time.Second, func() error {
+		if dep, ok := h.driver.runningOf("phoenix"); !ok || dep.Version != last.Number {
+			return errorf("the last incarnation is not running yet")
+		}
+		return nil
+	})
+	close(release)
+
+	h.eventually(20*time.Second, func() error {
+		if n := h.count(`SELECT count(*) FROM river_job WHERE kind = 'cleanup' AND args->>'function' = 'phoenix' AND state <> 'completed'`); n != 0 {
+			return errorf("%d cleanups have not completed", n)
+		}
+		if n := h.count(`SELECT count(*) FROM river_job WHERE kind = 'cleanup' AND args->>'function' = 'phoenix'`); n != rounds {
+			return errorf("%d cleanups, want %d", n, rounds)
+		}
+		if v := h.version("phoenix", last.Number); v.BuildStatus != domain.BuildStatusSucceeded {
+			return errorf("the last incarnation's version %d is %s %q", last.Number, v.BuildStatus, v.Message)
+		}
+		return nil
+	})
+	h.eventually(10*time.Second, func() error { // the held removals took it: deployed again
+		if _, ok := h.driver.runningOf("phoenix"); !ok {
+			return errorf("the last incarnation's workload was removed by a cleanup of an earlier one")
+		}
+		return nil
+	})
+	for _, key := range []string{last.ZipKey, last.ContextKey} {
+		rc, err := st.Get(context.Background(), key)
+		if err != nil {
+			t.Fatalf("the last incarnation's code %s was deleted by a cleanup of an earlier one: %v", key, err)
+		}
+		rc.Close()
+	}
+	if _, err := st.Get(context.Background(), first.ZipKey); domain.ErrorCode(err) != domain.ENOTFOUND {
+		t.Fatalf("the first incarnation's code %s is still stored (%v)", first.ZipKey, err)
 	}
 }

@@ -22,7 +22,7 @@
 //	rollout   (queue rollouts) desired state → Driver.Deploy → RolloutCompleted | RolloutFailed, http triggers' active, cron triggers' schedule jobs
 //	schedule  (queue rollouts) Scheduler.ApplySchedule | RemoveSchedule (if the driver has one) → the cron trigger's active
 //	run_job   (queue runs)     current run? → JobStarted → Driver.Run → JobSucceeded | JobFailed
-//	cleanup   (queue rollouts) Driver.Remove, delete the function's stored code
+//	cleanup   (queue rollouts) Driver.Remove (unless created again), delete the deleted incarnation's stored code
 //	cron_tick (queue default)  leader-only, every CronInterval: a cron_run per due slot (see cron.go)
 //	cron_run  (queue runs)     Driver.Run of one slot; the outcome is logged
 //

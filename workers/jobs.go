@@ -93,10 +93,15 @@ func (RunJobArgs) InsertOpts() river.InsertOpts {
 }
 
 // CleanupArgs asks for every workload, schedule and stored artifact of a
-// deleted function to be removed.
+// deleted function to be removed. Incarnation is the deleted function's
+// (domain.Function.Incarnation): only that incarnation's stored code is
+// deleted, never the code of the function created again under the name
+// since. 0 is a job queued before cleanups named incarnations (see
+// cleanupWorker).
 type CleanupArgs struct {
-	Namespace string `json:"namespace"`
-	Function  string `json:"function"`
+	Namespace   string `json:"namespace"`
+	Function    string `json:"function"`
+	Incarnation int    `json:"incarnation,omitempty"`
 }
 
 // Kind implements river.JobArgs.
@@ -128,7 +133,8 @@ func FunctionJobs(f *domain.Function, events []domain.Event) []river.InsertManyP
 		case domain.VersionActivated, domain.FunctionConfigUpdated:
 			rollout = true
 		case domain.FunctionDeleted:
-			return append(jobs, job(CleanupArgs{Namespace: f.Namespace, Function: f.Name}))
+			// A delete keeps the incarnation it ends (domain.Function.Apply).
+			return append(jobs, job(CleanupArgs{Namespace: f.Namespace, Function: f.Name, Incarnation: f.Incarnation}))
 		}
 	}
 	if rollout && f.Exists {

@@ -76,7 +76,7 @@ func TestLocalDriverEndToEnd(t *testing.T) {
 	spec := domain.FunctionSpec{Runtime: "python3.11", Entrypoint: "handler.handle", TimeoutSec: 2,
 		EnvVars: map[string]string{"CRASH_MARKER": marker}}
 	h.createFunction("py", spec)
-	h.uploadCode("py", putCode(t, st, h.ns, "py", map[string]string{"handler.py": handlerPy}, "sless/python3.11"))
+	h.uploadCode("py", putCode(t, st, h.ns, "py", 1, map[string]string{"handler.py": handlerPy}, "sless/python3.11"))
 	h.eventually(60*time.Second, func() error {
 		if f := h.function("py"); f.ActiveVersion != 1 || f.Phase != domain.PhaseReady {
 			return errorf("function %s, active v%d: %q", f.Phase, f.ActiveVersion, f.Message)

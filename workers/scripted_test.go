@@ -25,6 +25,7 @@ type scriptedDriverForWorkerTests struct {
 	onBuild   func(context.Context, workers.BuildSpec) (workers.BuildResult, error)
 	onDeploy  func(context.Context, workers.Deployment) (string, error)
 	onRun     func(context.Context, workers.RunSpec) (workers.RunResult, error)
+	onRemove  func(ctx context.Context, namespace, function string) error // before the removal
 }
 
 var _ workers.Driver = (*scriptedDriverForWorkerTests)(nil)
@@ -101,6 +102,14 @@ func (d *scriptedDriverForWorkerTests) Run(ctx context.Context, r workers.RunSpe
 }
 
 func (d *scriptedDriverForWorkerTests) Remove(ctx context.Context, namespace, function string) error {
+	d.mu.Lock()
+	hook := d.onRemove
+	d.mu.Unlock()
+	if hook != nil {
+		if err := hook(ctx, namespace, function); err != nil {
+			return err
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.removed = append(d.removed, namespace+"/"+function)

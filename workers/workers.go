@@ -49,7 +49,10 @@ const completedRetention = 24 * time.Hour
 // CodeDeleter is implemented by code stores that can delete stored code
 // (codestore.Store); the cleanup worker uses it when Config.Code has it.
 type CodeDeleter interface {
-	Delete(ctx context.Context, prefix string) error
+	// DeleteCode removes the code stored for one incarnation of a function;
+	// incarnation 0 removes only the code stored before keys named
+	// incarnations (see codestore.Store.DeleteCode).
+	DeleteCode(ctx context.Context, ns, fn string, incarnation int) error
 }
 
 // Config wires the workers to the rest of the process.

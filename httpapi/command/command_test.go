@@ -234,7 +234,7 @@ func TestTriggerCommands(t *testing.T) {
 	// The rollout and schedule that the deleted triggers ask for are the ones
 	// still waiting (unique while unfinished).
 	f.wantJobs(`rollout available {"function": "hello"}`, `schedule available {"trigger": "tick"}`,
-		`cleanup available {"function": "hello"}`)
+		`cleanup available {"function": "hello", "incarnation": 1}`)
 }
 
 func TestJobCommands(t *testing.T) {

@@ -240,7 +240,7 @@ func TestDeleteFunctionDeletesItsJobs(t *testing.T) {
 	}
 	f.wantJobs(`run_job cancelled {"job": "prep", "run_id": 1, "incarnation": 1}`,
 		`run_job available {"job": "keep", "run_id": 1, "incarnation": 1}`,
-		`cleanup available {"function": "worker"}`)
+		`cleanup available {"function": "worker", "incarnation": 1}`)
 
 	f.createFunction("worker")
 	if _, err := f.cmd.CreateJob(f.ctx, meta, command.CreateJobInput{Namespace: f.ns, Name: "prep",

@@ -46,18 +46,33 @@ type UploadResult struct {
 // a new version, built afresh); the activation of another built version
 // whose code and configuration they are, with its rollout.
 //
+// The code is stored under the function's incarnation (see
+// codestore.IncarnationPrefix), so the cleanup of a function deleted before
+// cannot delete it.
+//
 // Errors: ENOTFOUND (function), EINVALID (a bad zip), ETOOLARGE (a zip
-// bomb), ECONFLICT (the runtime changed during the upload).
+// bomb), ECONFLICT (the runtime changed during the upload, or the function
+// was deleted and created again).
 func (c *Commands) UploadCode(ctx context.Context, meta store.Metadata, in UploadCodeInput) (UploadResult, error) {
 	if err := domain.ValidateName("name", in.Name); err != nil {
 		return UploadResult{}, err
 	}
-	runtime := in.Runtime
+	// The code is stored under the function's incarnation (the cleanup of
+	// a deleted one deletes its incarnation's code), read from its stream:
+	// the read model does not keep it.
+	cur := domain.NewFunction(in.Namespace, in.Name)
+	evs, err := c.cfg.Store.ReadStream(ctx, domain.FunctionStream(in.Namespace, in.Name), 1)
+	if err != nil {
+		return UploadResult{}, err
+	}
+	if err := store.Fold(evs, cur); err != nil {
+		return UploadResult{}, err
+	}
+	if !cur.Exists {
+		return UploadResult{}, domain.Errorf(domain.ENOTFOUND, "function %q not found", in.Name)
+	}
+	incarnation, runtime := cur.Incarnation, in.Runtime
 	if runtime == "" {
-		cur, err := c.cfg.Store.GetFunction(ctx, in.Namespace, in.Name)
-		if err != nil {
-			return UploadResult{}, err
-		}
 		runtime = cur.Config.Runtime
 	}
 	files, err := codestore.ValidateZip(in.Zip, codestore.Limits{})
@@ -65,7 +80,7 @@ func (c *Commands) UploadCode(ctx context.Context, meta store.Metadata, in Uploa
 		return UploadResult{}, err
 	}
 	before, after := runtimes.Describe(runtime).ImageSteps(codestore.Lookup(files))
-	obj, err := c.cfg.Code.Put(ctx, in.Namespace, in.Name, in.Zip, files, c.cfg.BaseImage(string(runtime)),
+	obj, err := c.cfg.Code.Put(ctx, in.Namespace, in.Name, incarnation, in.Zip, files, c.cfg.BaseImage(string(runtime)),
 		codestore.ImageSteps{BeforeCode: before, AfterCode: after})
 	if err != nil {
 		return UploadResult{}, err
@@ -78,6 +93,9 @@ func (c *Commands) UploadCode(ctx context.Context, meta store.Metadata, in Uploa
 	f, _, err := run(ctx, c, meta, newFunction(in.Ref), func(tx *store.Tx, f *domain.Function) error {
 		requeued, decided = false, nil
 		return changeFunction(ctx, tx, f, func() ([]domain.Event, error) {
+			if f.Exists && f.Incarnation != incarnation { // its code is the deleted one's, which its cleanup deletes
+				return nil, domain.Errorf(domain.ECONFLICT, "function %q was deleted and created again during the upload; upload again", in.Name)
+			}
 			if f.Exists && f.Config.Runtime != runtime {
 				return nil, domain.Errorf(domain.ECONFLICT, "the runtime of function %q changed during the upload; upload again", in.Name)
 			}

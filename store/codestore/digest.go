@@ -38,3 +38,17 @@ func Digest(files []File) string {
 
 // digestHex returns the hex part of a "sha256:<hex>" digest.
 func digestHex(digest string) string { return strings.TrimPrefix(digest, "sha256:") }
+
+// isDigestHex reports whether s is the hex part of a digest: 64 lowercase
+// hex digits, as the directories of Put's keys are named.
+func isDigestHex(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

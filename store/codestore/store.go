@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
@@ -44,7 +45,8 @@ type Store struct {
 type Object struct {
 	// Digest is the code digest ("sha256:<hex>", see Digest).
 	Digest string
-	// ZipKey is the original zip: code/<ns>/<fn>/<digest hex>/source.zip.
+	// ZipKey is the original zip:
+	// code/<ns>/<fn>/i<incarnation>/<digest hex>/source.zip.
 	ZipKey string
 	// ContextKey is the build context tar.gz next to it, named after its own
 	// sha256 (context-<16 hex>.tar.gz) because it also depends on the base image.
@@ -116,32 +118,44 @@ func (s *Store) ensureBucket(ctx context.Context, region string) error {
 	return mapErr("create bucket", err)
 }
 
-// FunctionPrefix is the key prefix of everything stored for one function,
-// for Delete.
+// FunctionPrefix is the key prefix of everything stored for one function
+// name, all its incarnations together.
 func FunctionPrefix(ns, fn string) string { return "code/" + ns + "/" + fn + "/" }
+
+// IncarnationPrefix is the key prefix of everything stored for one
+// incarnation of a function (domain.Function.Incarnation: a function deleted
+// and created again under its name is a new one). Each incarnation's code
+// lives apart, so deleting one incarnation's code (DeleteCode) never touches
+// the code a later one uploaded meanwhile.
+func IncarnationPrefix(ns, fn string, incarnation int) string {
+	return FunctionPrefix(ns, fn) + "i" + strconv.Itoa(incarnation) + "/"
+}
 
 // Put stores the original zip and the build context of files (see
 // BuildContext, with the runtime's steps) under keys made of namespace,
-// function and content digests.
+// function, its incarnation and content digests (see IncarnationPrefix).
 // Storing the same code again uploads nothing while the stored objects are
 // intact, and replaces one that was changed in the object store since (see
 // verify.go), so that uploading the code again repairs it. It returns the
 // same Object either way. files must be what ValidateZip returned for zip.
-// A bad namespace or function name or base image is EINVALID; object store
-// failures are EUNAVAILABLE.
-func (s *Store) Put(ctx context.Context, ns, fn string, zip []byte, files []File, baseImage string, steps ...ImageSteps) (Object, error) {
+// A bad namespace or function name, incarnation (below 1) or base image is
+// EINVALID; object store failures are EUNAVAILABLE.
+func (s *Store) Put(ctx context.Context, ns, fn string, incarnation int, zip []byte, files []File, baseImage string, steps ...ImageSteps) (Object, error) {
 	if err := domain.ValidateNamespace(ns); err != nil {
 		return Object{}, err
 	}
 	if err := domain.ValidateName("function", fn); err != nil {
 		return Object{}, err
 	}
+	if incarnation < 1 {
+		return Object{}, domain.Errorf(domain.EINVALID, "function %q: incarnation %d is not a created function's (1 or more)", fn, incarnation)
+	}
 	buildCtx, err := BuildContext(files, baseImage, steps...)
 	if err != nil {
 		return Object{}, err
 	}
 	digest := Digest(files)
-	dir := FunctionPrefix(ns, fn) + digestHex(digest) + "/"
+	dir := IncarnationPrefix(ns, fn, incarnation) + digestHex(digest) + "/"
 	obj := Object{
 		Digest:     digest,
 		ZipKey:     dir + zipName,
@@ -204,13 +218,39 @@ func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 }
 
 // Delete removes every object whose key starts with prefix, e.g.
-// FunctionPrefix(ns, fn) when a function is deleted. The prefix must end in
-// "/" so that deleting function "a" never touches "ab" (EINVALID otherwise);
-// store failures are EUNAVAILABLE.
+// IncarnationPrefix(ns, fn, n) when incarnation n of a function is deleted.
+// The prefix must end in "/" so that deleting function "a" never touches
+// "ab" (EINVALID otherwise); store failures are EUNAVAILABLE.
 func (s *Store) Delete(ctx context.Context, prefix string) error {
 	if prefix == "" || !strings.HasSuffix(prefix, "/") {
 		return domain.Errorf(domain.EINVALID, "delete prefix %q must be non-empty and end in /", prefix)
 	}
+	return s.deleteWhere(ctx, prefix, func(string) bool { return true })
+}
+
+// DeleteCode removes the stored code of incarnation incarnation of function
+// fn: everything under IncarnationPrefix. Incarnation 0 is a cleanup queued
+// by a server that did not name incarnations: it removes only the legacy
+// code, stored before keys named them, directly under FunctionPrefix in
+// directories named after a code digest (64 hex digits); never an
+// "i<n>/" directory, which a later incarnation may have uploaded to since.
+// Store failures are EUNAVAILABLE; a negative incarnation is EINVALID.
+func (s *Store) DeleteCode(ctx context.Context, ns, fn string, incarnation int) error {
+	switch {
+	case incarnation > 0:
+		return s.Delete(ctx, IncarnationPrefix(ns, fn, incarnation))
+	case incarnation < 0:
+		return domain.Errorf(domain.EINVALID, "function %q: no incarnation %d", fn, incarnation)
+	}
+	prefix := FunctionPrefix(ns, fn)
+	return s.deleteWhere(ctx, prefix, func(key string) bool {
+		dir, _, nested := strings.Cut(strings.TrimPrefix(key, prefix), "/")
+		return nested && isDigestHex(dir)
+	})
+}
+
+// deleteWhere removes the objects under prefix whose keys match says.
+func (s *Store) deleteWhere(ctx context.Context, prefix string, match func(key string) bool) error {
 	keys := make(chan minio.ObjectInfo)
 	listErr := make(chan error, 1)
 	go func() {
@@ -219,6 +259,9 @@ func (s *Store) Delete(ctx context.Context, prefix string) error {
 			if o.Err != nil {
 				listErr <- o.Err
 				return
+			}
+			if !match(o.Key) {
+				continue
 			}
 			select {
 			case keys <- o:

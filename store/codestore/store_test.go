@@ -47,14 +47,20 @@ func setup(t *testing.T) fixture {
 	return fixture{srv: srv, store: st, cfg: cfg}
 }
 
-// mustPut validates z and stores it for function fn.
+// mustPut validates z and stores it for incarnation 1 of function fn.
 func (f fixture) mustPut(t *testing.T, fn string, z []byte) codestore.Object {
+	t.Helper()
+	return f.mustPutIn(t, fn, 1, z)
+}
+
+// mustPutIn validates z and stores it for one incarnation of function fn.
+func (f fixture) mustPutIn(t *testing.T, fn string, incarnation int, z []byte) codestore.Object {
 	t.Helper()
 	files, err := codestore.ValidateZip(z, codestore.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := f.store.Put(t.Context(), ns, fn, z, files, baseImage)
+	obj, err := f.store.Put(t.Context(), ns, fn, incarnation, z, files, baseImage)
 	if err != nil {
 		t.Fatalf("put: %v", err)
 	}
@@ -87,10 +93,10 @@ func TestPutStoresZipAndContextUnderDigestKeys(t *testing.T) {
 	if obj.Digest != digest {
 		t.Errorf("Digest = %s, want %s", obj.Digest, digest)
 	}
-	if want := "code/" + ns + "/hello/" + hexPart + "/source.zip"; obj.ZipKey != want {
+	if want := "code/" + ns + "/hello/i1/" + hexPart + "/source.zip"; obj.ZipKey != want {
 		t.Errorf("ZipKey = %s, want %s", obj.ZipKey, want)
 	}
-	if !strings.HasPrefix(obj.ContextKey, "code/"+ns+"/hello/"+hexPart+"/context-") || !strings.HasSuffix(obj.ContextKey, ".tar.gz") {
+	if !strings.HasPrefix(obj.ContextKey, "code/"+ns+"/hello/i1/"+hexPart+"/context-") || !strings.HasSuffix(obj.ContextKey, ".tar.gz") {
 		t.Errorf("ContextKey = %s", obj.ContextKey)
 	}
 	if got := f.mustRead(t, obj.ZipKey); !bytes.Equal(got, z) {
@@ -115,7 +121,7 @@ func TestPutStoresZipAndContextUnderDigestKeys(t *testing.T) {
 	}
 
 	// The same code for another runtime gets its own context next to it.
-	obj3, err := f.store.Put(t.Context(), ns, "hello", z, files, "sless/python:3.12")
+	obj3, err := f.store.Put(t.Context(), ns, "hello", 1, z, files, "sless/python:3.12")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,17 +221,90 @@ func TestDeleteRemovesOneFunction(t *testing.T) {
 	}
 }
 
+// TestDeleteCodeRemovesOneIncarnation: a function deleted and created again
+// stores the same code under other keys, and the cleanup of the deleted
+// incarnation leaves the new one's code alone. A cleanup that names no
+// incarnation (queued by an older server) removes only the code stored
+// before keys named incarnations: the digest directories directly under
+// the function's prefix.
+func TestDeleteCodeRemovesOneIncarnation(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	z := mustZip(t, t0, file("a.py", "1"))
+	first := f.mustPutIn(t, "fn", 1, z)
+	second := f.mustPutIn(t, "fn", 2, z)
+	if first.Digest != second.Digest || first.ZipKey == second.ZipKey || first.ContextKey == second.ContextKey {
+		t.Fatalf("the same code of two incarnations: %+v and %+v; want one digest, other keys", first, second)
+	}
+	other := f.mustPutIn(t, "fn2", 1, z)
+	hexPart := strings.TrimPrefix(first.Digest, "sha256:")
+	legacy := []string{ // as Put stored code before keys named incarnations
+		codestore.FunctionPrefix(ns, "fn") + hexPart + "/source.zip",
+		codestore.FunctionPrefix(ns, "fn") + hexPart + "/context-0123456789abcdef.tar.gz",
+	}
+	notLegacy := []string{ // neither a digest directory nor an incarnation's
+		codestore.FunctionPrefix(ns, "fn") + "notes.txt",
+		codestore.FunctionPrefix(ns, "fn") + strings.ToUpper(hexPart) + "/source.zip",
+		codestore.FunctionPrefix(ns, "fn") + hexPart[:63] + "/source.zip",
+	}
+	for _, key := range append(append([]string(nil), legacy...), notLegacy...) {
+		f.overwrite(t, key, z)
+	}
+	gone := func(keys ...string) {
+		t.Helper()
+		for _, key := range keys {
+			_, err := f.store.Get(t.Context(), key)
+			testutil.RequireCode(t, err, domain.ENOTFOUND)
+		}
+	}
+	kept := func(keys ...string) {
+		t.Helper()
+		for _, key := range keys {
+			rc, err := f.store.Get(t.Context(), key)
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			rc.Close()
+		}
+	}
+
+	if err := f.store.DeleteCode(t.Context(), ns, "fn", 1); err != nil {
+		t.Fatal(err)
+	}
+	gone(first.ZipKey, first.ContextKey)
+	kept(second.ZipKey, second.ContextKey, other.ZipKey, other.ContextKey)
+	kept(legacy...)
+
+	if err := f.store.DeleteCode(t.Context(), ns, "fn", 0); err != nil {
+		t.Fatal(err)
+	}
+	gone(legacy...)
+	kept(second.ZipKey, second.ContextKey, other.ZipKey, other.ContextKey)
+	kept(notLegacy...)
+
+	testutil.RequireCode(t, f.store.DeleteCode(t.Context(), ns, "fn", -1), domain.EINVALID)
+	if err := f.store.DeleteCode(t.Context(), ns, "fn", 7); err != nil {
+		t.Errorf("deleting nothing: %v", err)
+	}
+}
+
 func TestPutRefusesBadNames(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	z := mustZip(t, t0, file("a.py", "1"))
 	files, _ := codestore.ValidateZip(z, codestore.Limits{})
-	for _, tc := range []struct{ ns, fn, img string }{
-		{"../etc", "fn", baseImage},
-		{ns, "Fn/..", baseImage},
-		{ns, "fn", "img\nRUN x"},
+	for _, tc := range []struct {
+		ns, fn      string
+		incarnation int
+		img         string
+	}{
+		{"../etc", "fn", 1, baseImage},
+		{ns, "Fn/..", 1, baseImage},
+		{ns, "fn", 1, "img\nRUN x"},
+		{ns, "fn", 0, baseImage}, // keys name a created function's incarnation
+		{ns, "fn", -1, baseImage},
 	} {
-		_, err := f.store.Put(t.Context(), tc.ns, tc.fn, z, files, tc.img)
+		_, err := f.store.Put(t.Context(), tc.ns, tc.fn, tc.incarnation, z, files, tc.img)
 		testutil.RequireCode(t, err, domain.EINVALID)
 	}
 }

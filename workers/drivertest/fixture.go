@@ -78,7 +78,7 @@ func (x *fn) build(s sample, cfg domain.FunctionConfig) (workers.Workload, worke
 		x.t.Fatalf("sample zip: %v", err)
 	}
 	before, after := runtimes.Describe(s.runtime).ImageSteps(codestore.Lookup(files))
-	obj, err := x.h.Code.Put(ctx, x.ns, x.name, zipData, files, x.h.BaseImage(s.runtime),
+	obj, err := x.h.Code.Put(ctx, x.ns, x.name, 1, zipData, files, x.h.BaseImage(s.runtime),
 		codestore.ImageSteps{BeforeCode: before, AfterCode: after})
 	if err != nil {
 		x.t.Fatalf("store sample code: %v", err)

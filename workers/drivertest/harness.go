@@ -16,7 +16,7 @@ import (
 // *codestore.Store implements it.
 type Code interface {
 	workers.CodeFetcher
-	Put(ctx context.Context, ns, fn string, zip []byte, files []codestore.File, baseImage string, steps ...codestore.ImageSteps) (codestore.Object, error)
+	Put(ctx context.Context, ns, fn string, incarnation int, zip []byte, files []codestore.File, baseImage string, steps ...codestore.ImageSteps) (codestore.Object, error)
 }
 
 // Harness is what a driver's test gives Run.
