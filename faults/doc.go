@@ -25,10 +25,11 @@
 // Two forms: `go test ./faults/` (part of `go tool task test`) is the short
 // form, every scenario with short outages and little load, in a few minutes;
 // the full form (`go tool task faults`, which is
-// `go test -count=1 -timeout 30m ./faults/ -args -full`, or SLESS_FAULTS=full
+// `go test -count=1 -v -timeout 30m ./faults/ -args -full`, or SLESS_FAULTS=full
 // in the environment) keeps PostgreSQL down for 30 s and loads longer with more
 // clients. Prerequisites (bubblewrap and slirp4netns from `go tool task deps`,
 // PostgreSQL's server binaries, python3) are checked first: without them every
-// test fails with what installs them. The tests run as root (the sandbox's
+// test fails with what installs them. SLESS_FAULTS_BIN names a sless binary
+// to test instead of building one. The tests run as root (the sandbox's
 // uids, the tmpfs of the disk-full scenario).
 package faults

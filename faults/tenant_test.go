@@ -86,11 +86,17 @@ func (tn *tenant) upload(p *plane, fn, handler string) int {
 // waitServing waits until version v of fn serves.
 func (tn *tenant) waitServing(p *plane, fn string, v int, limit time.Duration) {
 	tn.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	if _, err := tn.api(p).WaitServing(ctx, fn, v, 100*time.Millisecond, nil); err != nil {
+	if err := tn.serving(p, fn, v, limit); err != nil {
 		tn.t.Fatalf("wait for %s v%d: %v", fn, v, err)
 	}
+}
+
+// serving waits until version v of fn serves, and says why not.
+func (tn *tenant) serving(p *plane, fn string, v int, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	_, err := tn.api(p).WaitServing(ctx, fn, v, 100*time.Millisecond, nil)
+	return err
 }
 
 // deploy creates fn with handler as its code and waits until it serves.
