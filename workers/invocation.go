@@ -16,10 +16,11 @@ type Recorder interface {
 	Record(store.Invocation) bool
 }
 
-// Statuses of runs that did not finish, in the invocation log's HTTP status
-// (its Error says which): StatusInterrupted for a run interrupted by a
-// shutdown (or River's timeout), StatusCancelled (nginx's "client closed
-// request") for one cancelled because its job was deleted.
+// Statuses of run attempts that did not finish, in the invocation log's HTTP
+// status (its Error says which): StatusInterrupted for one interrupted by a
+// shutdown, River's timeout or a crash of the server running it, or that
+// could not start and is tried again; StatusCancelled (nginx's "client
+// closed request") for one cancelled because its job was deleted.
 const (
 	StatusInterrupted = 503
 	StatusCancelled   = 499

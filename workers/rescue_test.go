@@ -57,7 +57,8 @@ func TestRescueChildProcess(t *testing.T) {
 // along (the leader's periodic rescue, the dead process having been the
 // leader), and on a process started after the kill (the rescue at start). A
 // retry-safe function's run runs again; any other fails "interrupted by a
-// crash", recorded in the invocation log, and does not run twice.
+// crash", recorded in the invocation log, and does not run twice. Either
+// way each attempt leaves one row in the invocation log.
 func TestRescueAfterKill9(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -155,6 +156,14 @@ func TestRescueAfterKill9(t *testing.T) {
 			if len(h.logs.Lines("rescued a job of a dead process", id)) == 0 {
 				t.Fatalf("no rescue of %s logged", id)
 			}
+			// One row per attempt: the one that died with the child, then the rerun.
+			h.eventually(10*time.Second, func() error {
+				got := rec.statuses("crash/1")
+				if len(got) != 2 || !strings.HasPrefix(got[0], "503 interrupted by a crash") || !strings.Contains(got[0], "run again") || got[1] != "200" {
+					return errorf("invocations %q; want the attempt the crash interrupted (503, run again), then 200", got)
+				}
+				return nil
+			})
 		})
 	}
 }

@@ -27,7 +27,11 @@ import (
 // effects may have happened. Once an outcome is recorded a rerun does
 // nothing; a run cancelled through CancelRunTx (the job was deleted) stops
 // and is not retried.
-// Every attempt is recorded in the invocation log, interrupted ones too.
+// Every attempt that reached JobStarted leaves one row in the invocation log:
+// its outcome; "could not start" when the driver failed and River tries it
+// again; interrupted (by Stop, River's timeout, a cancel) when its context
+// ended; and an attempt a crash killed, which could record nothing, is
+// recorded by the attempt after the rescue, before it runs again or fails.
 type runJobWorker struct {
 	river.WorkerDefaults[RunJobArgs]
 	w *Workers
@@ -44,9 +48,10 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 	md := meta(job.Kind, job.ID)
 
 	var spec RunSpec
-	done, crashed := false, false
+	done := false
+	dead := "" // the message recording an attempt a crash killed, or ""
 	_, err := w.store.Execute(ctx, md, func(tx *store.Tx) error {
-		done, crashed = false, false
+		done, dead = false, ""
 		j := domain.NewJob(a.Namespace, a.Job)
 		if err := tx.Load(ctx, stream, j); err != nil {
 			return err
@@ -64,33 +69,39 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 			n = j.Version
 		}
 		v, ok := f.Version(n)
+		crashed := j.Phase == domain.JobPhaseRunning && rescued(job.JobRow) // the attempt before died running it
+		spec = RunSpec{Workload: Workload{Namespace: a.Namespace, Function: j.Function, Version: n, Image: v.Image, Config: v.Config},
+			Name: a.Job, RunID: a.RunID, Event: j.Event}
 		if !f.Exists || !ok || v.BuildStatus != domain.BuildStatusSucceeded {
 			done = true
 			msg := fmt.Sprintf("function %q has no active built version to run", j.Function)
 			if j.Phase == domain.JobPhaseRunning {
 				msg = fmt.Sprintf("version %d of function %q, which this run started on, no longer exists", n, j.Function)
 			}
+			if crashed {
+				dead = interruptedByCrash + "; not run again: " + msg
+			}
 			if err := tx.Append(ctx, stream, j, j.Fail(a.RunID, msg, "", w.now())); err != nil {
 				return err
 			}
 			return completeTx(ctx, tx.Tx, job)
 		}
-		spec = RunSpec{Workload: Workload{Namespace: a.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config},
-			Name: a.Job, RunID: a.RunID, Event: j.Event}
-		if j.Phase == domain.JobPhaseRunning && rescued(job.JobRow) && !mayRunAgain(interruptedByCrash, v.Config) {
-			done, crashed = true, true
-			if err := tx.Append(ctx, stream, j, j.Fail(a.RunID, interruptedByCrash, "", w.now())); err != nil {
+		if crashed && !mayRunAgain(interruptedByCrash, v.Config) {
+			done, dead = true, crashNotRetried
+			if err := tx.Append(ctx, stream, j, j.Fail(a.RunID, crashNotRetried, "", w.now())); err != nil {
 				return err
 			}
 			return completeTx(ctx, tx.Tx, job)
 		}
+		if crashed {
+			dead = crashRetried
+		}
 		return tx.Append(ctx, stream, j, j.Start(a.RunID, v.Number, w.now()))
 	})
-	if err == nil && crashed {
-		// The attempt that died left no record: this is it.
-		now := w.now()
-		w.recordRun(store.InvocationJob, spec, fmt.Sprintf("%s/%d", a.Job, a.RunID), runOutcome{interrupted: interruptedByCrash, message: interruptedByCrash}, now)
-		w.log.WarnContext(ctx, "job run "+interruptedByCrash, "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID, "retried", false)
+	if err == nil && dead != "" {
+		// The attempt that died could record nothing: this is its row.
+		w.recordRun(store.InvocationJob, spec, runPath(a), runOutcome{interrupted: interruptedByCrash, message: dead}, w.now())
+		w.log.WarnContext(ctx, "job run "+interruptedByCrash, "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID, "retried", !done)
 	}
 	if err != nil || done {
 		return err
@@ -102,10 +113,13 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 		return w.runInterrupted(ctx, job, spec, why, out, started)
 	}
 	if err != nil {
+		msg := fmt.Sprintf("the run could not start (attempt %d): %s", job.Attempt, platformMessage(err))
 		if !giveUp(job.JobRow, err) {
+			// River tries it again; this attempt's row says why it ended.
+			w.recordRun(store.InvocationJob, spec, runPath(a), runOutcome{interrupted: notStarted, message: msg + "; it is tried again"}, started)
 			return fmt.Errorf("run %s #%d: %w", stream, a.RunID, err)
 		}
-		out = runOutcome{message: fmt.Sprintf("the run could not start (attempt %d): %s", job.Attempt, platformMessage(err))}
+		out = runOutcome{message: msg}
 	}
 
 	_, err = w.store.Execute(ctx, md, func(tx *store.Tx) error {
@@ -123,7 +137,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 		return completeTx(ctx, tx.Tx, job)
 	})
 	if err == nil {
-		w.recordRun(store.InvocationJob, spec, fmt.Sprintf("%s/%d", a.Job, a.RunID), out, started)
+		w.recordRun(store.InvocationJob, spec, runPath(a), out, started)
 		w.log.InfoContext(ctx, "job run finished", "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID, "ok", out.ok)
 	}
 	return err
@@ -187,12 +201,24 @@ func lastLine(s string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// Why a run's context ended before its outcome: see Workers.interruption.
+// runPath is a job run's path in the invocation log.
+func runPath(a RunJobArgs) string { return fmt.Sprintf("%s/%d", a.Job, a.RunID) }
+
+// Why a run's attempt ended before its outcome: see Workers.interruption;
+// interruptedByCrash is found by the next attempt (rescued), notStarted
+// when the driver failed.
 const (
 	interruptedByShutdown = "interrupted by shutdown"
-	interruptedByCrash    = "interrupted by a crash of the server running it; not run again, since the function is not retry_safe"
+	interruptedByCrash    = "interrupted by a crash of the server running it"
 	interruptedByCancel   = "cancelled"
 	interruptedByTimeout  = "interrupted"
+	notStarted            = "could not start"
+)
+
+// The messages recording an attempt a crash killed.
+const (
+	crashNotRetried = interruptedByCrash + "; not run again, since the function is not retry_safe"
+	crashRetried    = interruptedByCrash + "; run again, since the function is retry_safe"
 )
 
 // mayRunAgain says whether an attempt interrupted for why is made again. A
@@ -233,15 +259,21 @@ const outcomeTimeout = 10 * time.Second
 // its job still exists (a deleted job keeps its deletion); a run interrupted
 // by the shutdown fails with that message unless the function is RetrySafe,
 // in which case River runs it again on the next start, as after a timeout.
+// One that may run again but has no attempt left fails too: River would
+// discard the job and leave the run Running for ever.
 func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[RunJobArgs], spec RunSpec, why string, out runOutcome, started time.Time) error {
 	a := job.Args
 	stream := domain.JobStream(a.Namespace, a.Job)
 	out.ok, out.interrupted, out.message = false, why, why
 	retry := mayRunAgain(why, spec.Config)
-	if why == interruptedByShutdown && retry {
+	switch {
+	case retry && job.Attempt >= job.MaxAttempts:
+		retry = false
+		out.message = why + "; not run again: it has no attempt left"
+	case why == interruptedByShutdown && retry:
 		out.message = why + "; it runs again on the next start (the function is retry-safe)"
 	}
-	w.recordRun(store.InvocationJob, spec, fmt.Sprintf("%s/%d", a.Job, a.RunID), out, started)
+	w.recordRun(store.InvocationJob, spec, runPath(a), out, started)
 	w.log.WarnContext(ctx, "job run "+why, "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID, "retried", retry)
 	if retry {
 		return fmt.Errorf("run %s #%d: %s: %w", stream, a.RunID, why, ctx.Err())
@@ -254,7 +286,7 @@ func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[RunJobArgs]
 			return err
 		}
 		if j.Exists && j.RunID == a.RunID && !j.Finished() {
-			if err := tx.Append(octx, stream, j, j.Fail(a.RunID, why, out.output, w.now())); err != nil {
+			if err := tx.Append(octx, stream, j, j.Fail(a.RunID, out.message, out.output, w.now())); err != nil {
 				return err
 			}
 		}

@@ -185,3 +185,33 @@ func TestJobInterruptedMidRunRunsAgainOnce(t *testing.T) {
 		t.Fatalf("%d JobStarted and %d JobSucceeded events, want 1 and 1", s, ok)
 	}
 }
+
+// TestJobRunThatCouldNotStartIsRecordedPerAttempt: a run the driver could
+// not start is tried again by River; each attempt leaves one row in the
+// invocation log, the failed start too.
+func TestJobRunThatCouldNotStartIsRecordedPerAttempt(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	rec := &memRecorder{}
+	h.start(func(c *workers.Config) { c.Invocations = rec })
+	h.readyFunction("fn", pySpec)
+	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
+		d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
+			if len(d.runsNamed(func(x workers.RunSpec) bool { return x.Name == r.Name })) == 1 {
+				return workers.RunResult{}, domain.Errorf(domain.EUNAVAILABLE, "no node has room")
+			}
+			return workers.RunResult{Stdout: "done\n"}, nil
+		}
+	})
+	h.createJob("flaky", "fn", nil, 1)
+	if j := h.finished("flaky", 1); j.Phase != domain.JobPhaseSucceeded {
+		t.Fatalf("job = %s %q; want Succeeded on the second attempt", j.Phase, j.Message)
+	}
+	h.eventually(10*time.Second, func() error {
+		got := rec.statuses("flaky/1")
+		if len(got) != 2 || !strings.HasPrefix(got[0], "503 the run could not start (attempt 1): no node has room") || got[1] != "200" {
+			return errorf("invocations %q; want the attempt that could not start (503), then 200", got)
+		}
+		return nil
+	})
+}

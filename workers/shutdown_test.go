@@ -169,3 +169,42 @@ func TestStopInterruptsRunByRetrySafety(t *testing.T) {
 		})
 	}
 }
+
+// TestStopInterruptsLastAttemptOfRetrySafeRun: a retry-safe run interrupted
+// by the shutdown on its last attempt cannot run again (River would discard
+// it and leave the run Running for ever): it fails, with one row for the
+// attempt.
+func TestStopInterruptsLastAttemptOfRetrySafeRun(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	rec := &memRecorder{}
+	cfg := func(c *workers.Config) { c.Invocations, c.ShutdownTimeout = rec, 100*time.Millisecond }
+	spec := pySpec
+	spec.RetrySafe = true
+	builder := h.start()
+	h.readyFunction("fn", spec)
+	if err := builder.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.createJob("last", "fn", nil, 1)
+	if n := h.count(`WITH u AS (UPDATE river_job SET max_attempts = 1 WHERE kind = 'run_job' AND args->>'job' = 'last' RETURNING 1)
+		SELECT count(*) FROM u`); n != 1 {
+		t.Fatalf("updated %d run jobs", n)
+	}
+	started := make(chan string, 1)
+	blockFirstRun(h, started)
+	first := h.start(cfg)
+	<-started
+	if err := first.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if j := h.job("last"); j.Phase != domain.JobPhaseFailed || !strings.HasPrefix(j.Message, "interrupted by shutdown") {
+		t.Fatalf("job = %s %q; want Failed, interrupted by shutdown", j.Phase, j.Message)
+	}
+	if got := rec.statuses("last/1"); len(got) != 1 || !strings.HasPrefix(got[0], "503 interrupted by shutdown") {
+		t.Fatalf("invocations %q; want one 503 interrupted by shutdown", got)
+	}
+	if s, _ := h.jobAttempts("run_job", "job", "last"); s != "completed" {
+		t.Fatalf("run job %q; want completed", s)
+	}
+}
