@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -30,15 +31,16 @@ var errSpoolFull = errors.New("the invocation spool is full")
 //
 // A file is written under a temporary name and renamed, so a crash leaves
 // whole files or none (a leftover temporary file is removed at the next
-// open). The writer's goroutine owns the spool; only records is read by
-// others (Stats).
+// open). The writer's goroutine adds batches, its replayer takes them.
 type invocationSpool struct {
 	dir     string
 	max     int64         // bytes the files may add up to
-	size    int64         // bytes the files add up to
-	files   []spoolFile   // oldest first
-	next    uint64        // sequence number of the next file
 	records atomic.Uint64 // records in the files
+
+	mu    sync.Mutex
+	size  int64       // bytes the files add up to
+	files []spoolFile // oldest first
+	next  uint64      // sequence number of the next file
 }
 
 // spoolFile is one spooled batch.
@@ -120,13 +122,19 @@ func parseSpoolName(name string) (spoolFile, bool) {
 }
 
 // empty reports whether no batch waits.
-func (s *invocationSpool) empty() bool { return len(s.files) == 0 }
+func (s *invocationSpool) empty() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.files) == 0
+}
 
 // put stores a batch of records whose COPY stream is stream and whose
 // partitions are from's through to's days. Past the bound it stores nothing
 // and returns errSpoolFull; a failed write (the disk is full, say) leaves
 // nothing behind and returns the error.
 func (s *invocationSpool) put(stream []byte, records int, from, to time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.size+int64(len(stream)) > s.max {
 		return errSpoolFull
 	}
@@ -148,18 +156,27 @@ func (s *invocationSpool) put(stream []byte, records int, from, to time.Time) er
 	return nil
 }
 
-// oldest returns the batch that came in first and its COPY stream.
-func (s *invocationSpool) oldest() (spoolFile, []byte, error) {
+// oldest returns the batch that came in first and its COPY stream, or
+// false when none waits.
+func (s *invocationSpool) oldest() (spoolFile, []byte, bool, error) {
+	s.mu.Lock()
+	if len(s.files) == 0 {
+		s.mu.Unlock()
+		return spoolFile{}, nil, false, nil
+	}
 	f := s.files[0]
+	s.mu.Unlock()
 	data, err := os.ReadFile(filepath.Join(s.dir, f.name))
-	return f, data, err
+	return f, data, true, err
 }
 
-// remove forgets the oldest batch, f, and deletes its file.
+// removeOldest forgets the oldest batch, f, and deletes its file.
 func (s *invocationSpool) removeOldest(f spoolFile) error {
+	s.mu.Lock()
 	s.files = s.files[1:]
 	s.size -= f.sizeBytes
 	s.records.Add(^uint64(f.records - 1))
+	s.mu.Unlock()
 	err := os.Remove(filepath.Join(s.dir, f.name))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

@@ -30,6 +30,7 @@ type dbLink struct {
 	mu    sync.Mutex
 	cut   bool
 	conns map[net.Conn]bool
+	gate  sync.RWMutex // held by Freeze: nothing is relayed
 }
 
 func newDBLink(t *testing.T) (*dbLink, *pgxpool.Pool) {
@@ -62,6 +63,8 @@ func (l *dbLink) serve() {
 		if err != nil {
 			return
 		}
+		l.gate.RLock() // a frozen server accepts nothing
+		l.gate.RUnlock()
 		l.mu.Lock()
 		if l.cut {
 			l.mu.Unlock()
@@ -76,10 +79,36 @@ func (l *dbLink) serve() {
 		}
 		l.conns[c], l.conns[up] = true, true
 		l.mu.Unlock()
-		go func() { _, _ = io.Copy(up, c); up.Close(); c.Close() }()
-		go func() { _, _ = io.Copy(c, up); up.Close(); c.Close() }()
+		go func() { l.relay(up, c); up.Close(); c.Close() }()
+		go func() { l.relay(c, up); up.Close(); c.Close() }()
 	}
 }
+
+// relay copies from src to dst, holding what it read while the link is frozen.
+func (l *dbLink) relay(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			l.gate.RLock()
+			_, werr := dst.Write(buf[:n])
+			l.gate.RUnlock()
+			if werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Freeze stops relaying without breaking anything, as a server that hangs
+// (stopped, swapping, behind a dead network path) looks to its clients.
+func (l *dbLink) Freeze() { l.gate.Lock() }
+
+// Thaw relays again what Freeze held.
+func (l *dbLink) Thaw() { l.gate.Unlock() }
 
 // Cut breaks every relayed connection and refuses new ones.
 func (l *dbLink) Cut() {
@@ -304,5 +333,42 @@ func TestInvocationWithUnstorableTextKeepsItsBatch(t *testing.T) {
 	}
 	if n := countInvocations(t, ns); n != 21 {
 		t.Fatalf("%d stored, want 21; stats %+v", n, w.Stats())
+	}
+}
+
+// A database that hangs rather than refuses does not hold the writer up:
+// past a short timeout batches go to the spool, records keep being taken,
+// and all are stored when it answers again.
+func TestInvocationLogKeepsTakingRecordsWhileTheDatabaseHangs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	link, pool := newDBLink(t)
+	s := store.New(pool, nil)
+	ns := "sless-" + testutil.UniqueNS(t)[1:] + "00000005"
+	w := s.NewInvocationWriter(store.InvocationWriterOptions{Buffer: 4000, BatchSize: 500, FlushInterval: 10 * time.Millisecond,
+		SpoolDir: t.TempDir(), Logger: discardLogger()})
+	defer w.Close(ctx)
+	recordN(t, w, ns, 1000)
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	link.Freeze()
+	thaw := sync.OnceFunc(link.Thaw)
+	defer thaw()
+	total := 1000
+	for end := time.Now().Add(8 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		recordN(t, w, ns, 100) // 1,000 a second: the buffer holds four seconds, twice a write's timeout
+		total += 100
+	}
+	if st := w.Stats(); st.Spooled == 0 || st.Dropped != 0 {
+		t.Fatalf("while the database hangs: stats %+v, want records spooled and none dropped", st)
+	}
+	thaw()
+	testutil.WaitFor(t, 30*time.Second, func() bool { return w.Stats().Spooled == 0 })
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countInvocations(t, ns); n != total {
+		t.Fatalf("%d records stored, want %d; stats %+v", n, total, w.Stats())
 	}
 }

@@ -21,9 +21,9 @@ const (
 	DefaultInvocationBatch     = 1000
 	DefaultInvocationFlush     = 100 * time.Millisecond
 	invocationWriteTimeout     = 30 * time.Second
-	invocationSpoolTimeout     = 5 * time.Second        // a write's timeout when a spool can take the batch
-	invocationSpoolRetry       = time.Second            // how often a spool waiting for the database tries it
-	invocationSpoolBudget      = 200 * time.Millisecond // how long one batch's write may spend replaying the spool
+	invocationSpoolTimeout     = 2 * time.Second // a write's timeout when a spool can take the batch
+	invocationReplayTimeout    = 5 * time.Second // the timeout of writing one spooled batch
+	invocationSpoolRetry       = time.Second     // how often a spool waiting for the database tries it
 	invocationWriteAttempts    = 3
 	invocationDropLogInterval  = 10 * time.Second
 	invocationPartitionsBehind = 1 // days of partitions made at start, besides today
@@ -88,14 +88,16 @@ type InvocationWriter struct {
 	written, dropped, failed atomic.Uint64
 	lastDropLog              atomic.Int64
 
-	spool        *invocationSpool   // nil without a spool; owned by run
-	lastSpoolTry time.Time          // when a replay of the spool last failed; owned by run
-	lossLogged   bool               // a loss was logged and nothing was stored since; owned by run
-	days         map[time.Time]bool // partitions known to exist; owned by run
-	batchDays    []time.Time        // the days of the batch being written; owned by run
-	spare        []Invocation       // the batch slice of run, swapped with pending
-	enc          copyEncoder        // the COPY stream of the batch being written; owned by run
-	copyR        bytes.Reader       // reads enc's buffer to the connection
+	spool      *invocationSpool   // nil without a spool; owned by run
+	replayReq  chan chan struct{} // asks the replayer to try the spool now; closed when it tried
+	stopReplay chan struct{}      // closed by run when it is done: the replayer tries a last time and ends
+	replayDone chan struct{}
+	lossLogged atomic.Bool        // a loss was logged and nothing was stored since
+	days       map[time.Time]bool // partitions known to exist; owned by run
+	batchDays  []time.Time        // the days of the batch being written; owned by run
+	spare      []Invocation       // the batch slice of run, swapped with pending
+	enc        copyEncoder        // the COPY stream of the batch being written; owned by run
+	copyR      bytes.Reader       // reads enc's buffer to the connection
 }
 
 // NewInvocationWriter starts a writer of s's invocation log. Stop it with Close.
@@ -129,6 +131,8 @@ func (s *Store) NewInvocationWriter(opts InvocationWriterOptions) *InvocationWri
 			w.log.Error("the invocation log has no spool: records the database cannot take will be lost", "dir", opts.SpoolDir, "error", err)
 		} else {
 			w.spool = spool
+			w.replayReq, w.stopReplay, w.replayDone = make(chan chan struct{}), make(chan struct{}), make(chan struct{})
+			go w.replayer()
 		}
 	}
 	go w.run()
@@ -222,17 +226,13 @@ func (w *InvocationWriter) Close(ctx context.Context) error {
 }
 
 // run is the writer's goroutine: it writes the buffer when a batch is full,
-// FlushInterval after its first record, on Flush and on Close; and, while
-// the spool holds batches, it tries the database every second.
+// FlushInterval after its first record, on Flush and on Close.
 func (w *InvocationWriter) run() {
 	defer close(w.done)
 	w.ensureDays(time.Now().AddDate(0, 0, -invocationPartitionsBehind), time.Now().AddDate(0, 0, invocationPartitionsAhead))
-	w.replay(invocationWriteTimeout, true) // what a previous process left
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := false
-	retry := time.NewTicker(invocationSpoolRetry)
-	defer retry.Stop()
 	for {
 		select {
 		case <-w.wake:
@@ -249,15 +249,16 @@ func (w *InvocationWriter) run() {
 		case <-timer.C:
 			armed = false
 			w.writePending()
-		case <-retry.C:
-			w.replay(invocationSpoolBudget*5, false)
 		case reply := <-w.flushReq:
 			w.writePending()
-			w.replay(invocationWriteTimeout, true)
+			w.tryReplay()
 			close(reply)
 		case <-w.stop:
 			w.writePending()
-			w.replay(invocationSpoolTimeout, true)
+			if w.spool != nil {
+				close(w.stopReplay)
+				<-w.replayDone
+			}
 			return
 		}
 	}
@@ -286,21 +287,20 @@ func (w *InvocationWriter) writePending() {
 // write stores batch with COPY, retrying a failed write twice. With a
 // spool, a batch the database cannot take now (it is down, restarting or
 // too slow) is spooled at once rather than retried, and while the spool
-// holds batches a new one waits behind them, so the log is written in the
-// order it was recorded.
+// holds batches a new one joins them, so the log is written in the order it
+// was recorded and the writer never waits for a database that is away.
 func (w *InvocationWriter) write(batch []Invocation) {
-	from, to := w.prepare(batch)
+	behind := w.spool != nil && !w.spool.empty()
+	from, to := w.prepare(batch, !behind)
 	w.enc.invocations(batch)
 	defer func() { // a batch of long logs may need a large buffer once; the next ones should not hold it
 		if cap(w.enc.buf) > invocationCopyBufferKept {
 			w.enc.buf = nil
 		}
 	}()
-	if w.spool != nil && !w.spool.empty() {
-		if w.replay(invocationSpoolBudget, false); !w.spool.empty() {
-			w.toSpool(len(batch), from, to, nil)
-			return
-		}
+	if behind {
+		w.toSpool(len(batch), from, to, nil)
+		return
 	}
 	timeout := invocationWriteTimeout
 	if w.spool != nil {
@@ -316,7 +316,7 @@ func (w *InvocationWriter) write(batch []Invocation) {
 		cancel()
 		if err == nil {
 			w.written.Add(uint64(len(batch)))
-			w.lossLogged = false
+			w.lossLogged.Store(false)
 			return
 		}
 		if w.spool != nil && transient(err) {
@@ -336,8 +336,9 @@ func (w *InvocationWriter) write(batch []Invocation) {
 }
 
 // prepare fills in the batch's records (normalize), makes the partitions
-// of their days unless known to exist, and returns the first and last day.
-func (w *InvocationWriter) prepare(batch []Invocation) (from, to time.Time) {
+// of their days unless known to exist (when ensure is set; a spooled batch
+// gets them when it is replayed), and returns the first and last day.
+func (w *InvocationWriter) prepare(batch []Invocation, ensure bool) (from, to time.Time) {
 	w.batchDays = w.batchDays[:0]
 	for i := range batch {
 		batch[i].normalize()
@@ -352,7 +353,9 @@ func (w *InvocationWriter) prepare(batch []Invocation) (from, to time.Time) {
 			w.batchDays = append(w.batchDays, d)
 		}
 	}
-	w.ensureBatchDays()
+	if ensure {
+		w.ensureBatchDays()
+	}
 	return from, to
 }
 
@@ -381,20 +384,49 @@ func (w *InvocationWriter) toSpool(n int, from, to time.Time, cause error) {
 	}
 }
 
-// replay writes the spool's batches to the database, oldest first, for
-// about budget, unless a replay failed less than a second ago (or now is
-// set). A batch the database refuses for what it holds rather than for
-// being unreachable is lost, not retried for ever.
-func (w *InvocationWriter) replay(budget time.Duration, now bool) {
-	if w.spool == nil || w.spool.empty() || !now && time.Since(w.lastSpoolTry) < invocationSpoolRetry {
+// replayer is the spool's goroutine: while the spool holds batches, it
+// tries every second to write them to the database, oldest first.
+func (w *InvocationWriter) replayer() {
+	defer close(w.replayDone)
+	tick := time.NewTicker(invocationSpoolRetry)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			w.replay()
+		case reply := <-w.replayReq:
+			w.replay()
+			close(reply)
+		case <-w.stopReplay:
+			w.replay() // a last try; what is left waits for the next process
+			return
+		}
+	}
+}
+
+// tryReplay asks the replayer to try the spool now and waits until it did.
+func (w *InvocationWriter) tryReplay() {
+	if w.spool == nil {
 		return
 	}
-	deadline := time.Now().Add(budget)
+	reply := make(chan struct{})
+	w.replayReq <- reply
+	<-reply
+}
+
+// replay writes the spool's batches to the database, oldest first, until
+// it is empty or the database cannot take them. A batch the database
+// refuses for what it holds rather than for being away is lost, not
+// retried for ever.
+func (w *InvocationWriter) replay() {
 	written := 0
-	for !w.spool.empty() {
-		f, stream, err := w.spool.oldest()
+	for {
+		f, stream, ok, err := w.spool.oldest()
+		if !ok {
+			break
+		}
 		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), invocationWriteTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), invocationReplayTimeout)
 			if err = w.spoolDays(ctx, f); err == nil {
 				err = w.insertIdempotent(ctx, stream)
 			}
@@ -405,7 +437,6 @@ func (w *InvocationWriter) replay(budget time.Duration, now bool) {
 			w.written.Add(uint64(f.records))
 			written += f.records
 		case transient(err):
-			w.lastSpoolTry = time.Now()
 			return
 		default:
 			w.lose(f.records, "the database refused a spooled batch", err)
@@ -413,14 +444,10 @@ func (w *InvocationWriter) replay(budget time.Duration, now bool) {
 		if err := w.spool.removeOldest(f); err != nil {
 			w.log.Error("cannot remove a replayed invocation spool file; its records may be written twice (harmless) at the next start", "file", f.name, "error", err)
 		}
-		if w.spool.empty() {
-			w.lossLogged = false
-			w.log.Info("the invocation spool is written", "records", written)
-			return
-		}
-		if time.Now().After(deadline) {
-			return
-		}
+	}
+	if written > 0 {
+		w.lossLogged.Store(false)
+		w.log.Info("the invocation spool is written", "records", written)
 	}
 }
 
@@ -437,8 +464,7 @@ func (w *InvocationWriter) spoolDays(ctx context.Context, f spoolFile) error {
 // lose counts n records lost and logs it, once until something is stored again.
 func (w *InvocationWriter) lose(n int, why string, err error) {
 	w.failed.Add(uint64(n))
-	if !w.lossLogged {
-		w.lossLogged = true
+	if w.lossLogged.CompareAndSwap(false, true) {
 		w.log.Error("invocation records lost: "+why, "records", n, "lost_total", w.failed.Load(), "error", err)
 	}
 }
