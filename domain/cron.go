@@ -43,30 +43,36 @@ var (
 )
 
 // ParseCron parses a standard 5-field cron expression or a macro (@yearly,
-// @annually, @monthly, @weekly, @daily, @midnight, @hourly). It returns EINVALID
-// with a message naming the bad field.
+// @annually, @monthly, @weekly, @daily, @midnight, @hourly), spaces around
+// it ignored. It returns EINVALID (field "schedule") with a message naming
+// the bad field, also for an expression of more than MaxScheduleLength
+// characters or with a control character (a tab or a line break too).
 func ParseCron(expr string) (Schedule, error) {
 	s := Schedule{expr: expr}
 	spec := strings.TrimSpace(expr)
 	if spec == "" {
 		return s, FieldErrorf("schedule", "is required for a cron trigger")
 	}
+	if err := ValidateText("schedule", spec, MaxScheduleLength); err != nil {
+		return s, err
+	}
+	text := spec // what messages quote: short, unlike expr with its spaces
 	if strings.HasPrefix(spec, "@") {
 		m, ok := cronMacros[strings.ToLower(spec)]
 		if !ok {
-			return s, FieldErrorf("schedule", "%q is not a known macro (use @hourly, @daily, @weekly, @monthly or @yearly)", expr)
+			return s, FieldErrorf("schedule", "%q is not a known macro (use @hourly, @daily, @weekly, @monthly or @yearly)", text)
 		}
 		spec = m
 	}
 	parts := strings.Fields(spec)
 	if len(parts) != 5 {
-		return s, FieldErrorf("schedule", "%q must have 5 fields (minute hour day-of-month month day-of-week), not %d", expr, len(parts))
+		return s, FieldErrorf("schedule", "%q must have 5 fields (minute hour day-of-month month day-of-week), not %d", text, len(parts))
 	}
 	sets := make([]uint64, 5)
 	for i, p := range parts {
 		bits, err := parseCronField(p, cronFields[i])
 		if err != nil {
-			return s, FieldErrorf("schedule", "%q: %s", expr, err.Error())
+			return s, FieldErrorf("schedule", "%q: %s", text, err.Error())
 		}
 		sets[i] = bits
 	}
@@ -92,7 +98,9 @@ func parseCronField(p string, f cronField) (uint64, error) {
 			if err != nil || n < 1 {
 				return 0, cronErr(f.name + " step " + strconv.Quote(stepStr) + " must be a positive number")
 			}
-			step = n
+			// A step past the field's range picks its first value only:
+			// capped, v += step below cannot overflow.
+			step = min(n, f.max+1)
 		}
 		lo, hi := f.min, f.max
 		switch {

@@ -2,7 +2,12 @@ package domain
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // JobPhase is where the latest run of a job is:
@@ -80,7 +85,8 @@ func (j *Job) Apply(ev Event) {
 }
 
 // Create validates the spec and returns JobCreated, plus JobRunRequested when
-// RunID > 0. Returns EINVALID, ETOOLARGE or ECONFLICT.
+// RunID > 0. The event must be JSON that PostgreSQL's jsonb can hold
+// (checkStorableJSON). Returns EINVALID, ETOOLARGE or ECONFLICT.
 func (j *Job) Create(spec JobSpec, now time.Time) ([]Event, error) {
 	if err := ValidateName("name", j.Name); err != nil {
 		return nil, err
@@ -103,6 +109,9 @@ func (j *Job) Create(spec JobSpec, now time.Time) ([]Event, error) {
 	}
 	if !json.Valid(event) {
 		return nil, FieldErrorf("event", "is not valid JSON")
+	}
+	if err := checkStorableJSON(event); err != nil {
+		return nil, err
 	}
 	evs := []Event{JobCreated{Namespace: j.Namespace, Name: j.Name, Function: spec.Function, Event: event, At: now}}
 	if spec.RunID > 0 {
@@ -135,21 +144,23 @@ func (j *Job) Start(runID int64, version int, now time.Time) []Event {
 	return []Event{JobStarted{RunID: runID, Version: version, At: now}}
 }
 
-// Succeed records the result of run runID; a stale or finished run yields nothing.
+// Succeed records the result of run runID (Storable: a function's output
+// may hold a NUL, which PostgreSQL cannot); a stale or finished run yields
+// nothing.
 func (j *Job) Succeed(runID int64, result, output string, now time.Time) []Event {
 	if !j.running(runID) {
 		return nil
 	}
-	return []Event{JobSucceeded{RunID: runID, Result: result, Output: output, At: now}}
+	return []Event{JobSucceeded{RunID: runID, Result: Storable(result), Output: Storable(output), At: now}}
 }
 
 // Fail records the error of run runID (message truncated to 2,000 characters,
-// output kept whole); a stale or finished run yields nothing.
+// output kept whole, both Storable); a stale or finished run yields nothing.
 func (j *Job) Fail(runID int64, message, output string, now time.Time) []Event {
 	if !j.running(runID) {
 		return nil
 	}
-	return []Event{JobFailed{RunID: runID, Message: Truncate(message, MaxMessageLength), Output: output, At: now}}
+	return []Event{JobFailed{RunID: runID, Message: Truncate(Storable(message), MaxMessageLength), Output: Storable(output), At: now}}
 }
 
 func (j *Job) running(runID int64) bool {
@@ -165,4 +176,121 @@ func (j *Job) Delete(now time.Time) ([]Event, error) {
 		return nil, Errorf(ENOTFOUND, "job %q not found", j.Name)
 	}
 	return []Event{JobDeleted{At: now}}, nil
+}
+
+// Limits of PostgreSQL's numeric, which holds a jsonb number: digits
+// before the decimal point, digits after it, and the largest exponent
+// its parser takes.
+const (
+	pgNumericIntDigits  = 131072
+	pgNumericFracDigits = 16383
+	pgNumericMaxExp     = 1<<30 - 2
+)
+
+// checkStorableJSON refuses, as EINVALID about field "event", valid JSON
+// that PostgreSQL's jsonb cannot hold: text that is not UTF-8, a \u0000
+// escape (in a key or a value), a surrogate escape without its pair, and a
+// number out of numeric's range. The event is stored as sent, escapes and
+// all, so they are looked for in the raw bytes.
+func checkStorableJSON(data []byte) error {
+	if !utf8.Valid(data) {
+		return FieldErrorf("event", "is not valid UTF-8")
+	}
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			n, err := checkStorableString(data[i+1:])
+			if err != nil {
+				return err
+			}
+			i += n + 1
+		case c == '-' || '0' <= c && c <= '9':
+			j := i + 1
+			for j < len(data) && strings.IndexByte("+-.0123456789eE", data[j]) >= 0 {
+				j++
+			}
+			if !storableNumber(string(data[i:j])) {
+				return FieldErrorf("event", "the number %.40s is out of the range that can be stored", data[i:j])
+			}
+			i = j - 1
+		}
+	}
+	return nil
+}
+
+// checkStorableString checks the JSON string that data begins with (after
+// its opening quote) and returns the length of its body: up to its closing
+// quote. In valid JSON a backslash begins an escape, and \u four hex digits.
+func checkStorableString(data []byte) (int, error) {
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			return i, nil
+		case '\\':
+			i++ // the escaped character
+			if data[i] != 'u' {
+				continue
+			}
+			r := hex4(data[i+1 : i+5])
+			i += 4
+			switch {
+			case r == 0:
+				return 0, FieldErrorf("event", "contains \\u0000, which cannot be stored; send the text without it")
+			case utf16.IsSurrogate(r):
+				pair := i+6 < len(data) && data[i+1] == '\\' && data[i+2] == 'u'
+				if r >= 0xdc00 || !pair || utf16.DecodeRune(r, hex4(data[i+3:i+7])) == unicode.ReplacementChar {
+					return 0, FieldErrorf("event", "contains the unpaired surrogate escape \\u%04x, which cannot be stored", r)
+				}
+				i += 6
+			}
+		}
+	}
+	return len(data), nil
+}
+
+// storableNumber reports whether the JSON number lit fits PostgreSQL's
+// numeric: its value below 10^131072, and at most 16383 digits after the
+// decimal point once the exponent is applied (trailing zeros count, and
+// a zero is no exception).
+func storableNumber(lit string) bool {
+	mant, expText, hasExp := strings.Cut(strings.ToLower(strings.TrimPrefix(lit, "-")), "e")
+	exp := 0
+	if hasExp {
+		n, err := strconv.Atoi(expText)
+		if err != nil || n > pgNumericMaxExp || n < -pgNumericMaxExp {
+			return false
+		}
+		exp = n
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	if max(0, len(frac)-exp) > pgNumericFracDigits {
+		return false
+	}
+	// The power of ten of the first digit that is not 0.
+	var lead int
+	if digits := strings.TrimLeft(intPart, "0"); digits != "" {
+		lead = len(digits) - 1
+	} else if i := strings.IndexFunc(frac, func(r rune) bool { return r != '0' }); i >= 0 {
+		lead = -(i + 1)
+	} else {
+		return true // zero
+	}
+	return lead+exp < pgNumericIntDigits
+}
+
+// hex4 is the value of four hex digits, as json.Valid checked them.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }

@@ -1,6 +1,9 @@
 package domain
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // TriggerType says how a trigger runs its function.
 type TriggerType string
@@ -57,9 +60,11 @@ func (t *Trigger) Apply(ev Event) {
 	}
 }
 
-// Create validates the spec and returns TriggerCreated. Whether the function
-// exists is the caller's check (another aggregate). Returns EINVALID or ECONFLICT.
+// Create validates the spec and returns TriggerCreated, with the schedule
+// trimmed of spaces (ParseCron). Whether the function exists is the
+// caller's check (another aggregate). Returns EINVALID or ECONFLICT.
 func (t *Trigger) Create(spec TriggerSpec, now time.Time) ([]Event, error) {
+	spec.Schedule = strings.TrimSpace(spec.Schedule)
 	if err := ValidateName("name", t.Name); err != nil {
 		return nil, err
 	}
@@ -82,7 +87,7 @@ func (t *Trigger) Create(spec TriggerSpec, now time.Time) ([]Event, error) {
 	case "":
 		return nil, FieldErrorf("type", "is required (http or cron)")
 	default:
-		return nil, FieldErrorf("type", "%q is not a trigger type; use http or cron", spec.Type)
+		return nil, FieldErrorf("type", "%.40q is not a trigger type; use http or cron", spec.Type)
 	}
 	return []Event{TriggerCreated{Namespace: t.Namespace, Name: t.Name, Type: typ, Function: spec.Function, Schedule: spec.Schedule, Enabled: spec.Enabled, At: now}}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Limits and defaults of a function's configuration (SPEC §2).
@@ -20,6 +22,7 @@ const (
 	MaxEnvVars        = 100
 	MaxEnvBytes       = 64 << 10
 	MaxMessageLength  = 2000
+	MaxScheduleLength = 256      // a cron schedule, after trimming spaces
 	MaxBuildLog       = 64 << 10 // a version keeps the last 64 KiB of its build's output
 )
 
@@ -52,7 +55,7 @@ func ValidateName(field, name string) error {
 	case name == "":
 		return FieldErrorf(field, "is required")
 	case len(name) > MaxNameLength:
-		return FieldErrorf(field, "%q is %d characters long; at most %d are allowed", name, len(name), MaxNameLength)
+		return FieldErrorf(field, "%.63q is %d characters long; at most %d are allowed", name, len(name), MaxNameLength)
 	case !IsName(name):
 		return FieldErrorf(field, "%q must consist of lower-case letters, digits and '-', and start and end with a letter or digit", name)
 	}
@@ -74,11 +77,16 @@ func ValidateEnvVars(env map[string]string) error {
 	for _, k := range keys {
 		switch {
 		case !envVarNameRE.MatchString(k):
-			return FieldErrorf("env_vars", "name %q must match [A-Za-z_][A-Za-z0-9_]*", k)
+			return FieldErrorf("env_vars", "name %.64q must match [A-Za-z_][A-Za-z0-9_]*", k)
 		case reservedEnvVar[k] || strings.HasPrefix(strings.ToUpper(k), "SLESS_"):
-			return FieldErrorf("env_vars", "name %q is reserved by the platform", k)
-		case strings.ContainsRune(env[k], 0):
-			return FieldErrorf("env_vars", "value of %q contains a NUL byte", k)
+			return FieldErrorf("env_vars", "name %.64q is reserved by the platform", k)
+		case !utf8.ValidString(env[k]):
+			return FieldErrorf("env_vars", "value of %.64q is not valid UTF-8", k)
+		}
+		// Line breaks and tabs are text (a PEM key spans lines); other
+		// control characters are not, and PostgreSQL cannot store a NUL.
+		if r, ok := controlChar(env[k], "\t\n\r"); ok {
+			return FieldErrorf("env_vars", "value of %.64q contains the control character %U", k, r)
 		}
 		total += len(k) + len(env[k])
 	}
@@ -86,6 +94,44 @@ func ValidateEnvVars(env map[string]string) error {
 		return &Error{Code: ETOOLARGE, Field: "env_vars", Message: "env_vars: names and values add up to more than 64 KiB"}
 	}
 	return nil
+}
+
+// ValidateText checks that s, the value of field, is text PostgreSQL can
+// store and a person can read: valid UTF-8 of at most max characters,
+// without control characters (NUL, tabs and line breaks included). The
+// EINVALID it returns names field and does not quote s, which may be long.
+func ValidateText(field, s string, max int) error {
+	if !utf8.ValidString(s) {
+		return FieldErrorf(field, "is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(s); n > max {
+		return FieldErrorf(field, "is %d characters long; at most %d are allowed", n, max)
+	}
+	if r, ok := controlChar(s, ""); ok {
+		return FieldErrorf(field, "contains the control character %U", r)
+	}
+	return nil
+}
+
+// controlChar returns the first control character of s (C0, DEL or C1)
+// that allowed does not list.
+func controlChar(s, allowed string) (rune, bool) {
+	for _, r := range s {
+		if unicode.IsControl(r) && !strings.ContainsRune(allowed, r) {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// Storable returns s as PostgreSQL can store it, for text the platform
+// records rather than refuses (a function's output): a NUL and every byte
+// that is not UTF-8 become U+FFFD.
+func Storable(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // Truncate shortens s to at most max bytes on a rune boundary, marking the cut.
