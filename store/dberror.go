@@ -15,8 +15,9 @@ import (
 
 // dbError is what exported store methods return for a failed database call: an
 // unreachable or restarting server becomes EUNAVAILABLE (the caller may retry
-// later), anything else stays an internal error; domain errors pass unchanged.
-// The cause is kept for logs either way.
+// later), a value PostgreSQL cannot hold EINVALID (invalidInput), anything
+// else stays an internal error; domain errors pass unchanged. The cause is
+// kept for logs either way.
 func dbError(op string, err error) error {
 	if err == nil {
 		return nil
@@ -28,7 +29,33 @@ func dbError(op string, err error) error {
 	if unavailable(err) {
 		return &unavailableError{op: op, cause: err}
 	}
+	if msg := invalidInput(err); msg != "" {
+		return &invalidError{op: op, message: msg, cause: err}
+	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// invalidInput returns what a client is told of a data exception that
+// only a value from outside can cause (text with a NUL, \u0000 in jsonb,
+// a number out of numeric's range), or "" for any other error. Callers
+// validate first; this is the backstop that keeps such input from being
+// answered as an internal error.
+func invalidInput(err error) string {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return ""
+	}
+	switch pgErr.Code {
+	case "22021", "22P05": // invalid byte sequence (a NUL, not UTF-8); untranslatable character (\u0000 in jsonb)
+		return "the request holds text that cannot be stored (a NUL character or bytes that are not UTF-8)"
+	case "22003": // numeric value out of range
+		return "the request holds a number out of the range that can be stored"
+	case "22001": // string data right truncation
+		return "the request holds a value too long to be stored"
+	case "22P02": // invalid text representation (malformed JSON, a bad UUID)
+		return "the request holds a value that cannot be stored in its form"
+	}
+	return ""
 }
 
 // rolledBackForAnother reports whether PostgreSQL aborted the transaction
@@ -54,6 +81,27 @@ func unavailable(err error) bool {
 		// 08: connection exception; 57P01-03: admin/crash shutdown, cannot
 		// connect now; 53300: too many connections.
 		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P") || pgErr.Code == "53300"
+	}
+	return false
+}
+
+// invalidError is an EINVALID domain error that still carries its cause.
+type invalidError struct {
+	op      string
+	message string
+	cause   error
+}
+
+func (e *invalidError) Error() string { return e.op + ": invalid input: " + e.cause.Error() }
+
+func (e *invalidError) Unwrap() error { return e.cause }
+
+// As lets domain.ErrorCode and domain.ErrorMessage see the code and a
+// message without the driver's details.
+func (e *invalidError) As(target any) bool {
+	if t, ok := target.(**domain.Error); ok {
+		*t = domain.Errorf(domain.EINVALID, "%s", e.message)
+		return true
 	}
 	return false
 }

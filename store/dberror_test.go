@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/store/pgtest"
 )
 
 // TestUnreachableDatabaseIsUnavailable points a store at a port nothing listens
@@ -37,6 +39,29 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 			t.Errorf("%s: client message %q leaks the address", name, msg)
 		}
 		if !strings.Contains(err.Error(), "127.0.0.1") {
+			t.Errorf("%s: error %q lost its cause", name, err)
+		}
+	}
+}
+
+// TestInputPostgreSQLCannotHoldIsInvalid: a value PostgreSQL refuses as
+// data (a NUL in text, \u0000 in jsonb, a number out of numeric's range)
+// is the caller's mistake, EINVALID (400), not an internal error, should
+// it get past validation; the client's message names no driver detail.
+func TestInputPostgreSQLCannotHoldIsInvalid(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := store.New(pgtest.Pool(t), nil)
+
+	_, readErr := s.ReadStream(ctx, "function:ns/a\x00b", 0)
+	_, nulErr := s.Append(ctx, "job:ns/nul", 0, []store.NewEvent{{Type: "x", Data: map[string]string{"a": "\x00"}}}, store.Metadata{})
+	_, numErr := s.Append(ctx, "job:ns/num", 0, []store.NewEvent{{Type: "x", Data: json.RawMessage(`{"n": 1e999999}`)}}, store.Metadata{})
+	for name, err := range map[string]error{"ReadStream": readErr, "Append NUL": nulErr, "Append number": numErr} {
+		testutil.RequireCode(t, err, domain.EINVALID)
+		if msg := domain.ErrorMessage(err); strings.Contains(msg, "SQLSTATE") || strings.Contains(msg, "ERROR") {
+			t.Errorf("%s: client message %q shows the driver's error", name, msg)
+		}
+		if !strings.Contains(err.Error(), "SQLSTATE") {
 			t.Errorf("%s: error %q lost its cause", name, err)
 		}
 	}
