@@ -90,9 +90,17 @@ func crashDuring(t *testing.T, how string) {
 			break
 		}
 	}
-	rf, _ := rc.GetFunction(ctx, "roll")
-	promise(t, scenario, "a rollout in progress converges after the restart", served > 0 && rf != nil && rf.ServingVersion == rollV,
-		"/fn serves v1 %s after the restart; serving_version %d", secs(served), servingOf(rf))
+	// The API says so too once the rollout's outcome is recorded.
+	var rf *client.Function
+	var converged time.Duration
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if rf, _ = rc.GetFunction(ctx, "roll"); rf != nil && rf.ServingVersion == rollV && rf.Phase == domain.PhaseReady {
+			converged = time.Since(restarted)
+			break
+		}
+	}
+	promise(t, scenario, "a rollout in progress converges after the restart", served > 0 && converged > 0,
+		"/fn serves v1 %s after the restart, serving_version %d %s after it", secs(served), servingOf(rf), secs(converged))
 
 	// The build ends (never stuck Building).
 	var bv *client.Version
