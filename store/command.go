@@ -36,8 +36,10 @@ const maxAttempts = 5
 // Execute runs fn in a transaction, with meta recorded on every event it
 // appends, and commits. When an append loses a race with a concurrent writer,
 // or PostgreSQL aborts the transaction for another's sake (a deadlock, a
-// serialization failure), fn runs again on fresh state (up to 5 attempts), so
-// callers see ECONFLICT only for real conflicts. It returns the appended events.
+// serialization failure), or its connection broke before the COMMIT (the
+// server restarted, pg_terminate_backend), fn runs again on fresh state (up
+// to 5 attempts), so callers see ECONFLICT only for real conflicts and a
+// broken connection costs no request. It returns the appended events.
 //
 // Errors: fn's own errors; ECONFLICT after repeated races; EUNAVAILABLE when
 // the database is down; EINTERNAL otherwise.
@@ -45,14 +47,18 @@ func (s *Store) Execute(ctx context.Context, meta Metadata, fn func(tx *Tx) erro
 	var err error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		t := &Tx{s: s, meta: meta, versions: map[string]int64{}}
-		err = s.InTx(ctx, func(tx pgx.Tx) error {
+		atCommit, txErr := s.runTx(ctx, func(tx pgx.Tx) error {
 			t.Tx = tx
 			return fn(t)
 		})
-		if err == nil {
+		if txErr == nil {
 			return t.appended, nil
 		}
-		if !errors.Is(err, errRaced) && !rolledBackForAnother(err) {
+		noteConnLost(txErr)
+		// A connection broken before the COMMIT (a restarted server, a
+		// terminated backend) kept nothing: decide again on another.
+		brokenBefore := !atCommit && unavailable(txErr) && ctx.Err() == nil
+		if err = dbError("transaction", txErr); !errors.Is(err, errRaced) && !rolledBackForAnother(err) && !brokenBefore {
 			return nil, err
 		}
 		select {

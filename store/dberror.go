@@ -27,6 +27,7 @@ func dbError(op string, err error) error {
 		return err
 	}
 	if unavailable(err) {
+		noteConnLost(err)
 		return &unavailableError{op: op, cause: err}
 	}
 	if msg := invalidInput(err); msg != "" {

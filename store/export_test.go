@@ -14,3 +14,6 @@ func EncodeInvocationCopy(buf []byte, invs []Invocation) []byte {
 	e.invocations(invs)
 	return e.buf
 }
+
+// PingAfterLoss is how long every connection is pinged after one was found broken.
+const PingAfterLoss = pingAfterLoss

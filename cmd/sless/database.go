@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/slessio/sless/migrations"
+	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pglocal"
 )
 
@@ -56,6 +57,7 @@ func openDatabase(ctx context.Context, c *config, migrate bool, log io.Writer) (
 	if cfg.MaxConns < 10 {
 		cfg.MaxConns = 10 // River's listener holds one connection for good
 	}
+	store.ConfigurePool(cfg) // connections a restart or pg_terminate_backend broke are replaced before use
 	db.Pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		db.Close(ctx)
