@@ -58,10 +58,11 @@ func jsonError(err error, into reflect.Type) error {
 		if typ.Field == "" {
 			return domain.Errorf(domain.EINVALID, "the request body must be a JSON object, not %s", typ.Value)
 		}
-		return domain.FieldErrorf(typ.Field, "must be %s, not %s", kindName(typ.Type), typ.Value)
+		return domain.FieldErrorf(fieldName(typ.Field), "must be %s, not %s", kindName(typ.Type), typ.Value)
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		field, _ := strconv.Unquote(name)
+		field = fieldName(field)
 		if near := domain.Suggest(field, jsonFields(into)); near != "" {
 			return domain.FieldErrorf(field, "is not a known field (did you mean %q?)", near)
 		}
@@ -69,6 +70,14 @@ func jsonError(err error, into reflect.Type) error {
 	}
 	return domain.Errorf(domain.EINVALID, "malformed JSON: %v", err)
 }
+
+// maxFieldName caps a field name an error repeats: one the client made up
+// (an unknown field, a key of env_vars) may be as long as the body.
+const maxFieldName = 128
+
+// fieldName is the name of a field in a body as errors name it: cut to
+// maxFieldName bytes.
+func fieldName(s string) string { return domain.Truncate(s, maxFieldName) }
 
 // jsonFields returns the JSON names of the fields of the struct t (or *t).
 func jsonFields(t reflect.Type) []string {
@@ -109,6 +118,27 @@ func kindName(t reflect.Type) string {
 		return "an array"
 	}
 	return "a " + t.String()
+}
+
+// nameParam returns the path parameter {name}, the name of a kind
+// ("function", "trigger", "job"). One that is no valid name
+// (domain.IsName) is ENOTFOUND, as any unknown name is: nothing can have
+// it, and the store is not asked about a string PostgreSQL may not even
+// hold (a NUL).
+func nameParam(c echo.Context, kind string) (string, error) {
+	name := c.Param("name")
+	if !domain.IsName(name) {
+		return "", domain.Errorf(domain.ENOTFOUND, "%s %.80q not found", kind, name)
+	}
+	return name, nil
+}
+
+// functionFilter returns ?function=, the function a list is narrowed to
+// ("" for all), and whether it can match anything: a string that is no
+// valid name matches nothing.
+func functionFilter(c echo.Context) (string, bool) {
+	fn := c.QueryParam("function")
+	return fn, fn == "" || domain.IsName(fn)
 }
 
 // intParam parses a positive integer path or query parameter; a bad one is

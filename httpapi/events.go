@@ -61,9 +61,16 @@ func (s *Server) listEvents(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// maxStreamFilter caps ?stream=: the longest stream id is far shorter.
+const maxStreamFilter = 256
+
 // streamFilter turns ?stream= into a stream id of namespace ns ("" for all).
-// A full id of another namespace simply matches nothing.
+// A full id of another namespace simply matches nothing; one that is not
+// text (a NUL, which PostgreSQL cannot hold) is EINVALID.
 func streamFilter(ns, raw string) (string, error) {
+	if err := domain.ValidateText("stream", raw, maxStreamFilter); err != nil {
+		return "", err
+	}
 	if raw == "" || strings.Contains(raw, ":") {
 		return raw, nil
 	}

@@ -99,7 +99,11 @@ func (s *Server) createFunction(c echo.Context) error {
 
 // getFunction serves GET /v1/namespaces/{ns}/functions/{name}.
 func (s *Server) getFunction(c echo.Context) error {
-	f, err := s.cfg.Store.GetFunction(c.Request().Context(), c.Param("ns"), c.Param("name"))
+	name, err := nameParam(c, "function")
+	if err != nil {
+		return err
+	}
+	f, err := s.cfg.Store.GetFunction(c.Request().Context(), c.Param("ns"), name)
 	if err != nil {
 		return err
 	}
@@ -110,13 +114,16 @@ func (s *Server) getFunction(c echo.Context) error {
 // fields are merged over the current configuration (wire.UpdateFunctionRequest,
 // command.UpdateFunction).
 func (s *Server) updateFunction(c echo.Context) error {
+	ref, err := pathRef(c, "function")
+	if err != nil {
+		return err
+	}
 	var req wire.UpdateFunctionRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	ref := refOf(c)
 	if req.Name != nil && *req.Name != ref.Name {
-		return domain.FieldErrorf("name", "%q differs from the function %q in the path; functions cannot be renamed", *req.Name, ref.Name)
+		return domain.FieldErrorf("name", "%.63q differs from the function %q in the path; functions cannot be renamed", *req.Name, ref.Name)
 	}
 	f, err := s.cmd.UpdateFunction(c.Request().Context(), metadata(c), command.UpdateFunctionInput{Ref: ref, Patch: patchOf(req)})
 	if err != nil {
@@ -128,13 +135,26 @@ func (s *Server) updateFunction(c echo.Context) error {
 // deleteFunction serves DELETE /v1/namespaces/{ns}/functions/{name}: the
 // function with its versions, triggers and jobs (command.DeleteFunction).
 func (s *Server) deleteFunction(c echo.Context) error {
-	if err := s.cmd.DeleteFunction(c.Request().Context(), metadata(c), refOf(c)); err != nil {
+	ref, err := pathRef(c, "function")
+	if err != nil {
+		return err
+	}
+	if err := s.cmd.DeleteFunction(c.Request().Context(), metadata(c), ref); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
-// refOf names the object of a request's path: {ns} and {name}.
+// refOf names the object of a request's path: {ns} and {name}, as given
+// (pathRef checks the name).
 func refOf(c echo.Context) command.Ref {
 	return command.Ref{Namespace: c.Param("ns"), Name: c.Param("name")}
+}
+
+// pathRef is refOf for a name of kind that nameParam accepts (ENOTFOUND otherwise).
+func pathRef(c echo.Context, kind string) (command.Ref, error) {
+	if _, err := nameParam(c, kind); err != nil {
+		return command.Ref{}, err
+	}
+	return refOf(c), nil
 }

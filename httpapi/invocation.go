@@ -38,9 +38,12 @@ func (s *Server) registerInvocationRoutes(g *echo.Group) {
 // listInvocations serves GET /v1/namespaces/{ns}/functions/{name}/invocations
 // ?since=&until=&status=&limit=&cursor=: a page of the invocation log, newest first.
 func (s *Server) listInvocations(c echo.Context) error {
-	ns, name := c.Param("ns"), c.Param("name")
+	ns := c.Param("ns")
+	name, err := nameParam(c, "function")
+	if err != nil {
+		return err
+	}
 	q := store.InvocationQuery{Namespace: ns, Function: name, Cursor: c.QueryParam("cursor")}
-	var err error
 	if q.Since, err = queryTime(c, "since"); err != nil {
 		return err
 	}
@@ -75,11 +78,15 @@ func (s *Server) listInvocations(c echo.Context) error {
 // getInvocation serves GET /v1/namespaces/{ns}/functions/{name}/invocations/{id}:
 // one invocation with its log.
 func (s *Server) getInvocation(c echo.Context) error {
+	name, err := nameParam(c, "function")
+	if err != nil {
+		return err
+	}
 	id, err := uuid.Parse(c.Param("id"))
 	if err != nil {
-		return domain.Errorf(domain.ENOTFOUND, "invocation %q not found", c.Param("id"))
+		return domain.Errorf(domain.ENOTFOUND, "invocation %.80q not found", c.Param("id"))
 	}
-	inv, err := s.cfg.Store.GetInvocation(c.Request().Context(), c.Param("ns"), c.Param("name"), id)
+	inv, err := s.cfg.Store.GetInvocation(c.Request().Context(), c.Param("ns"), name, id)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,11 @@ func (s *Server) registerJobRoutes(g *echo.Group) {
 
 // listJobs serves GET /v1/namespaces/{ns}/jobs[?function=f].
 func (s *Server) listJobs(c echo.Context) error {
-	js, err := s.cfg.Store.ListJobs(c.Request().Context(), c.Param("ns"), c.QueryParam("function"))
+	fn, ok := functionFilter(c)
+	if !ok {
+		return c.JSON(http.StatusOK, wire.JobList{Jobs: []wire.Job{}})
+	}
+	js, err := s.cfg.Store.ListJobs(c.Request().Context(), c.Param("ns"), fn)
 	if err != nil {
 		return err
 	}
@@ -61,7 +65,11 @@ func (s *Server) createJob(c echo.Context) error {
 
 // getJob serves GET /v1/namespaces/{ns}/jobs/{name}.
 func (s *Server) getJob(c echo.Context) error {
-	j, err := s.cfg.Store.GetJob(c.Request().Context(), c.Param("ns"), c.Param("name"))
+	name, err := nameParam(c, "job")
+	if err != nil {
+		return err
+	}
+	j, err := s.cfg.Store.GetJob(c.Request().Context(), c.Param("ns"), name)
 	if err != nil {
 		return err
 	}
@@ -72,6 +80,10 @@ func (s *Server) getJob(c echo.Context) error {
 // larger n runs the job again (202), the same n changes nothing (200), a
 // smaller one is 400; the function must still exist (422; command.SetJobRunID).
 func (s *Server) patchJob(c echo.Context) error {
+	ref, err := pathRef(c, "job")
+	if err != nil {
+		return err
+	}
 	var req wire.PatchJobRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
@@ -79,7 +91,7 @@ func (s *Server) patchJob(c echo.Context) error {
 	if req.RunID == nil {
 		return domain.FieldErrorf("run_id", "is required")
 	}
-	j, started, err := s.cmd.SetJobRunID(c.Request().Context(), metadata(c), refOf(c), *req.RunID)
+	j, started, err := s.cmd.SetJobRunID(c.Request().Context(), metadata(c), ref, *req.RunID)
 	if err != nil {
 		return err
 	}
@@ -93,7 +105,11 @@ func (s *Server) patchJob(c echo.Context) error {
 // deleteJob serves DELETE /v1/namespaces/{ns}/jobs/{name}: the job goes, and
 // its unfinished runs are cancelled (command.DeleteJob).
 func (s *Server) deleteJob(c echo.Context) error {
-	if err := s.cmd.DeleteJob(c.Request().Context(), metadata(c), refOf(c)); err != nil {
+	ref, err := pathRef(c, "job")
+	if err != nil {
+		return err
+	}
+	if err := s.cmd.DeleteJob(c.Request().Context(), metadata(c), ref); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -40,7 +40,11 @@ func (s *Server) registerTriggerRoutes(g *echo.Group) {
 
 // listTriggers serves GET /v1/namespaces/{ns}/triggers[?function=f].
 func (s *Server) listTriggers(c echo.Context) error {
-	ts, err := s.cfg.Store.ListTriggers(c.Request().Context(), c.Param("ns"), c.QueryParam("function"))
+	fn, ok := functionFilter(c)
+	if !ok {
+		return c.JSON(http.StatusOK, wire.TriggerList{Triggers: []wire.Trigger{}})
+	}
+	ts, err := s.cfg.Store.ListTriggers(c.Request().Context(), c.Param("ns"), fn)
 	if err != nil {
 		return err
 	}
@@ -72,7 +76,11 @@ func (s *Server) createTrigger(c echo.Context) error {
 
 // getTrigger serves GET /v1/namespaces/{ns}/triggers/{name}.
 func (s *Server) getTrigger(c echo.Context) error {
-	t, err := s.cfg.Store.GetTrigger(c.Request().Context(), c.Param("ns"), c.Param("name"))
+	name, err := nameParam(c, "trigger")
+	if err != nil {
+		return err
+	}
+	t, err := s.cfg.Store.GetTrigger(c.Request().Context(), c.Param("ns"), name)
 	if err != nil {
 		return err
 	}
@@ -83,6 +91,10 @@ func (s *Server) getTrigger(c echo.Context) error {
 // {"enabled": bool}: switches the trigger on or off; the workload follows
 // asynchronously, which "active" reports (command.SetTriggerEnabled).
 func (s *Server) patchTrigger(c echo.Context) error {
+	ref, err := pathRef(c, "trigger")
+	if err != nil {
+		return err
+	}
 	var req wire.PatchTriggerRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
@@ -90,7 +102,7 @@ func (s *Server) patchTrigger(c echo.Context) error {
 	if req.Enabled == nil {
 		return domain.FieldErrorf("enabled", "is required (true or false)")
 	}
-	t, err := s.cmd.SetTriggerEnabled(c.Request().Context(), metadata(c), refOf(c), *req.Enabled)
+	t, err := s.cmd.SetTriggerEnabled(c.Request().Context(), metadata(c), ref, *req.Enabled)
 	if err != nil {
 		return err
 	}
@@ -100,7 +112,11 @@ func (s *Server) patchTrigger(c echo.Context) error {
 // deleteTrigger serves DELETE /v1/namespaces/{ns}/triggers/{name}
 // (command.DeleteTrigger).
 func (s *Server) deleteTrigger(c echo.Context) error {
-	if err := s.cmd.DeleteTrigger(c.Request().Context(), metadata(c), refOf(c)); err != nil {
+	ref, err := pathRef(c, "trigger")
+	if err != nil {
+		return err
+	}
+	if err := s.cmd.DeleteTrigger(c.Request().Context(), metadata(c), ref); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

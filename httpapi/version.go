@@ -39,8 +39,11 @@ func (s *Server) registerVersionRoutes(g *echo.Group) {
 
 // listVersions serves GET /v1/namespaces/{ns}/functions/{name}/versions.
 func (s *Server) listVersions(c echo.Context) error {
-	ns, name := c.Param("ns"), c.Param("name")
-	ctx := c.Request().Context()
+	ns, ctx := c.Param("ns"), c.Request().Context()
+	name, err := nameParam(c, "function")
+	if err != nil {
+		return err
+	}
 	f, err := s.cfg.Store.GetFunction(ctx, ns, name)
 	if err != nil {
 		return err
@@ -67,8 +70,11 @@ func (s *Server) listVersions(c echo.Context) error {
 // getVersion serves GET /v1/namespaces/{ns}/functions/{name}/versions/{n},
 // with the build log.
 func (s *Server) getVersion(c echo.Context) error {
-	ns, name := c.Param("ns"), c.Param("name")
-	ctx := c.Request().Context()
+	ns, ctx := c.Param("ns"), c.Request().Context()
+	name, err := nameParam(c, "function")
+	if err != nil {
+		return err
+	}
 	n, err := intParam("version", c.Param("version"))
 	if err != nil {
 		return err
@@ -88,11 +94,15 @@ func (s *Server) getVersion(c echo.Context) error {
 // {"version": n} (command.Rollback): 200 with the function, or 202 when the
 // version's lost build was queued again instead (roll back once it is built).
 func (s *Server) rollback(c echo.Context) error {
+	ref, err := pathRef(c, "function")
+	if err != nil {
+		return err
+	}
 	var req wire.RollbackRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	f, requeued, err := s.cmd.Rollback(c.Request().Context(), metadata(c), command.RollbackInput{Ref: refOf(c), Version: req.Version})
+	f, requeued, err := s.cmd.Rollback(c.Request().Context(), metadata(c), command.RollbackInput{Ref: ref, Version: req.Version})
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,9 @@ type CreateFunctionInput struct {
 //
 // Errors: EINVALID (name or configuration), ECONFLICT (the name exists).
 func (c *Commands) CreateFunction(ctx context.Context, meta store.Metadata, in CreateFunctionInput) (domain.Function, error) {
+	if err := domain.ValidateName("name", in.Name); err != nil { // before its stream is read: PostgreSQL cannot hold every string
+		return domain.Function{}, err
+	}
 	now := c.now()
 	f, _, err := run(ctx, c, meta, newFunction(Ref{in.Namespace, in.Name}), func(tx *store.Tx, f *domain.Function) error {
 		n, nsStream, fnStream := &domain.Namespace{Name: in.Namespace}, domain.NamespaceStream(in.Namespace), domain.FunctionStream(f.Namespace, f.Name)

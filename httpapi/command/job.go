@@ -23,6 +23,9 @@ type CreateJobInput struct {
 // Errors: EINVALID, ECONFLICT (the name exists), EUNPROCESSABLE (field
 // "function": no such function).
 func (c *Commands) CreateJob(ctx context.Context, meta store.Metadata, in CreateJobInput) (domain.Job, error) {
+	if err := domain.ValidateName("name", in.Name); err != nil { // before its stream is read: PostgreSQL cannot hold every string
+		return domain.Job{}, err
+	}
 	now := c.now()
 	j, _, err := run(ctx, c, meta, newJob(Ref{in.Namespace, in.Name}), func(tx *store.Tx, j *domain.Job) error {
 		return changeJob(ctx, tx, j, func() ([]domain.Event, error) {

@@ -24,6 +24,9 @@ type CreateTriggerInput struct {
 // Errors: EINVALID, ECONFLICT (the name exists), EUNPROCESSABLE (field
 // "function": no such function).
 func (c *Commands) CreateTrigger(ctx context.Context, meta store.Metadata, in CreateTriggerInput) (domain.Trigger, error) {
+	if err := domain.ValidateName("name", in.Name); err != nil { // before its stream is read: PostgreSQL cannot hold every string
+		return domain.Trigger{}, err
+	}
 	now := c.now()
 	t, _, err := run(ctx, c, meta, newTrigger(Ref{in.Namespace, in.Name}), func(tx *store.Tx, t *domain.Trigger) error {
 		return changeTrigger(ctx, tx, t, func() ([]domain.Event, error) {
