@@ -451,7 +451,7 @@ func (f *Function) SucceedBuild(n int, image, log string, now time.Time) ([]Even
 	if v.BuildStatus == BuildStatusSucceeded || v.BuildStatus == BuildStatusFailed {
 		return nil, nil
 	}
-	evs := []Event{BuildSucceeded{Version: n, Image: image, Log: TruncateStart(log, MaxBuildLog), At: now}}
+	evs := []Event{BuildSucceeded{Version: n, Image: image, Log: TruncateStart(Storable(log), MaxBuildLog), At: now}}
 	if n == len(f.Versions) && f.ActiveVersion != n {
 		evs = append(evs, VersionActivated{Version: n, From: f.ActiveVersion, Reason: ActivationBuild, At: now})
 	}
@@ -468,7 +468,7 @@ func (f *Function) FailBuild(n int, message, log string, now time.Time) ([]Event
 	if v.BuildStatus == BuildStatusSucceeded || v.BuildStatus == BuildStatusFailed {
 		return nil, nil
 	}
-	return []Event{BuildFailed{Version: n, Message: Truncate(message, MaxMessageLength), Log: TruncateStart(log, MaxBuildLog), At: now}}, nil
+	return []Event{BuildFailed{Version: n, Message: Truncate(Storable(message), MaxMessageLength), Log: TruncateStart(Storable(log), MaxBuildLog), At: now}}, nil
 }
 
 // Rollback makes version n active again without a rebuild, with its

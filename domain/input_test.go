@@ -184,3 +184,27 @@ func TestCronStepPastTheRange(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildOutcomeIsStorable: a build's output (a compiler printing a
+// binary's bytes) may hold a NUL; what the version records is storable,
+// so the build's outcome can always be written.
+func TestBuildOutcomeIsStorable(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []bool{false, true} {
+		f := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+		up, _, err := f.Upload(Code{Digest: "sha256:1", ZipKey: "z", ContextKey: "c"}, t0)
+		f = fold(f, mustEvents(t)(up, err))
+		var evs []Event
+		if fail {
+			evs, err = f.FailBuild(1, "error\x00 \xff", "log\x00", t0)
+		} else {
+			evs, err = f.SucceedBuild(1, "image", "log\x00 \xff", t0)
+		}
+		v, _ := fold(f, mustEvents(t)(evs, err)).Version(1)
+		for _, s := range []string{v.Message, v.BuildLog} {
+			if strings.ContainsRune(s, 0) || !utf8.ValidString(s) {
+				t.Errorf("failed %v: recorded %q", fail, s)
+			}
+		}
+	}
+}
