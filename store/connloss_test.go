@@ -76,14 +76,15 @@ func TestTerminatedConnectionsCostNoRequest(t *testing.T) {
 
 	time.Sleep(store.PingAfterLoss) // the next loss is found by a read
 	terminateAll()
+	failed := 0
 	for i := range 4 {
-		_, err := s.StreamVersion(ctx, "function:none/none")
-		if i == 0 {
-			testutil.RequireCode(t, err, domain.EUNAVAILABLE) // the first read finds the loss
-			continue
-		}
-		if err != nil {
-			t.Fatalf("read %d after the terminations: %v", i, err)
+		// The first read may find the loss (or, on a slow machine, a ping of
+		// a connection idle for a second may find it first); no other may.
+		if _, err := s.StreamVersion(ctx, "function:none/none"); err != nil {
+			testutil.RequireCode(t, err, domain.EUNAVAILABLE)
+			if failed++; i > 0 || failed > 1 {
+				t.Fatalf("read %d after the terminations: %v", i, err)
+			}
 		}
 	}
 }
