@@ -270,7 +270,7 @@ func ensureTriggers(ctx context.Context, cl *client.Client, f deployFlags) (stri
 	}
 	if f.cron != "" {
 		t, err := cl.GetTrigger(ctx, f.name+"-cron")
-		if err == nil && t.Schedule != f.cron {
+		if err == nil && t.Schedule != strings.TrimSpace(f.cron) { // the server stores it trimmed
 			err = cl.DeleteTrigger(ctx, t.Name) // the schedule cannot change in place
 			if err == nil {
 				err = &client.Error{Status: 404, Code: client.CodeNotFound}

@@ -69,6 +69,8 @@ resource "sless_trigger" "t" {
 		{"cron syntax", trigger(`type = "cron"
   schedule = "every minute"`), `(?s)Invalid schedule`},
 		{"cron without schedule", trigger(`type = "cron"`), `(?s)A cron trigger needs a schedule`},
+		{"cron with spaces around", trigger(`type = "cron"
+  schedule = " */5 * * * *"`), `(?s)Invalid schedule.*must not begin or end with spaces`},
 		{"trigger type", trigger(`type = "webhook"`), `(?s)Invalid type`},
 		{"rejected token", replaceOnce(fn(`name = "f"
   runtime = "python3.11"`), p.Token, forged), `the sless API rejected the token \(401\): `},

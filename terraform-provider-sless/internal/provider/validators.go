@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -49,7 +50,13 @@ func validRuntime() validator.String {
 }
 
 func validCron() validator.String {
-	return check{"a five-field cron schedule", func(s string) error { _, err := domain.ParseCron(s); return err }}
+	return check{"a five-field cron schedule", func(s string) error {
+		if strings.TrimSpace(s) != s { // the server stores it trimmed: the state would never match
+			return errors.New("must not begin or end with spaces")
+		}
+		_, err := domain.ParseCron(s)
+		return err
+	}}
 }
 
 func validJSON() validator.String {
