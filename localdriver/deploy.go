@@ -39,7 +39,8 @@ type function struct {
 // the function is scaled to zero or another version is deployed. Replicas 0
 // stops every process of the function (SIGTERM to its process group, SIGKILL
 // after Options.StopGrace) and returns "". Other errors: EINVALID (names,
-// image), EUNPROCESSABLE (no build on disk), EUNAVAILABLE (ctx, shutdown).
+// image), EUNAVAILABLE (ctx, shutdown), and those of runnableDir: a version
+// built by another control plane is built here first.
 func (d *Driver) Deploy(ctx context.Context, dep workers.Deployment) (string, error) {
 	k, err := checkKey(dep.Namespace, dep.Function)
 	if err != nil {
@@ -65,7 +66,7 @@ func (d *Driver) Deploy(ctx context.Context, dep workers.Deployment) (string, er
 		}
 		return cur.endpoint, nil
 	}
-	_, dir, err := d.buildDir(dep.Workload)
+	_, dir, err := d.runnableDir(ctx, dep.Workload)
 	if err != nil {
 		return "", err
 	}

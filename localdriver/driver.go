@@ -3,7 +3,6 @@ package localdriver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -45,6 +44,11 @@ type Options struct {
 	// fails when none can be made here; pass one made with
 	// sandbox.Options{Insecure: true} to run unsandboxed.
 	Sandbox *sandbox.Sandbox
+	// Source finds the stored code of a version this driver is asked to
+	// run but has no build of (another control plane built it): Deploy and
+	// Run build it here first. Nil until UseBuildSource sets one (New of
+	// the workers does); without one such a version is EUNPROCESSABLE.
+	Source workers.BuildSource
 	// Logger receives lifecycle events and the output a function process
 	// prints outside of requests; nil means slog.Default().
 	Logger *slog.Logger
@@ -111,6 +115,7 @@ type Driver struct {
 	endpoints map[string]*instance // of started instances, until stopped
 	jobs      map[*job]struct{}
 	buildLock map[string]*sync.Mutex // per build directory
+	source    workers.BuildSource    // where missing builds come from (pull.go); may be nil
 }
 
 // fnKey names a function across namespaces.
@@ -162,6 +167,7 @@ func New(opts Options) (*Driver, error) {
 		endpoints: map[string]*instance{},
 		jobs:      map[*job]struct{}{},
 		buildLock: map[string]*sync.Mutex{},
+		source:    opts.Source,
 	}, nil
 }
 
@@ -327,8 +333,9 @@ func checkKey(ns, fn string) (fnKey, error) {
 
 // buildDir resolves the image of a workload to its build directory. The image
 // may be an older version's build (a configuration change reuses it) but must
-// belong to the same function; EINVALID otherwise, EUNPROCESSABLE when the
-// build is not on disk.
+// belong to the same function; EINVALID otherwise, a *missingBuild when the
+// build is not on disk (runnableDir builds it), EINTERNAL when its manifest
+// cannot be read. No message names a path of the host.
 func (d *Driver) buildDir(w workers.Workload) (fnKey, string, error) {
 	k, err := checkKey(w.Namespace, w.Function)
 	if err != nil {
@@ -346,9 +353,9 @@ func (d *Driver) buildDir(w workers.Workload) (fnKey, string, error) {
 	dir := d.versionDir(k, n)
 	if _, err := readManifest(dir); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fnKey{}, "", domain.Errorf(domain.EUNPROCESSABLE, "build %s is not in %s: build the version again", image, d.builds)
+			return fnKey{}, "", &missingBuild{k: k, n: n}
 		}
-		return fnKey{}, "", fmt.Errorf("read build %s: %w", image, err)
+		return fnKey{}, "", d.hostError("read the build of version "+rest, err)
 	}
 	return k, dir, nil
 }

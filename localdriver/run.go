@@ -46,10 +46,10 @@ var errRemoved = domain.Errorf(domain.ECONFLICT, "the function was removed")
 // later, its process group is killed and the result is ExitCode 124 with
 // TimedOut set. A run of a function that Remove deletes meanwhile ends with
 // its process group killed (exit 137). Errors: EINVALID (names, image),
-// EUNPROCESSABLE (no build on disk), EUNAVAILABLE (ctx ended, shutdown,
-// interpreter missing).
+// EUNAVAILABLE (ctx ended, shutdown, interpreter missing), and those of
+// runnableDir: a version built by another control plane is built here first.
 func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
-	k, dir, err := d.buildDir(r.Workload)
+	k, dir, err := d.runnableDir(ctx, r.Workload)
 	if err != nil {
 		return workers.RunResult{}, err
 	}

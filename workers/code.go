@@ -55,3 +55,34 @@ func (m memoryCode) Get(_ context.Context, key string) (io.ReadCloser, error) {
 	}
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
+
+var _ BuildSource = (*Workers)(nil)
+
+// BuildSpec implements BuildSource: the spec of a built version as the build
+// worker made it, with its stored code checked (verifiedCode), for a driver
+// that must build the version again where it runs it.
+// Errors: ENOTFOUND, EUNPROCESSABLE (not built, code changed in the store),
+// EUNAVAILABLE.
+func (w *Workers) BuildSpec(ctx context.Context, ns, fn string, version int) (BuildSpec, error) {
+	f := domain.NewFunction(ns, fn)
+	if err := w.read(ctx, domain.FunctionStream(ns, fn), f); err != nil {
+		return BuildSpec{}, err
+	}
+	v, ok := f.Version(version)
+	if !f.Exists || !ok {
+		return BuildSpec{}, domain.Errorf(domain.ENOTFOUND, "version %d of function %q does not exist", version, fn)
+	}
+	if v.BuildStatus != domain.BuildStatusSucceeded {
+		return BuildSpec{}, domain.Errorf(domain.EUNPROCESSABLE, "version %d of function %q is not built (%s)", version, fn, v.BuildStatus)
+	}
+	spec := BuildSpec{Namespace: ns, Function: fn, Version: version, Digest: v.Digest,
+		ZipKey: v.ZipKey, ContextKey: v.ContextKey, Config: v.Config}
+	if w.cfg.Code != nil {
+		code, err := verifiedCode(ctx, w.cfg.Code, spec)
+		if err != nil {
+			return BuildSpec{}, err
+		}
+		spec.Code = code
+	}
+	return spec, nil
+}

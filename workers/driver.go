@@ -51,6 +51,30 @@ type Scheduler interface {
 	RemoveSchedule(ctx context.Context, namespace, trigger string) error
 }
 
+// BuildSource finds what building a version again takes: a driver that
+// keeps builds per server (the local driver: each control plane has its own
+// data dir) builds a version it is asked to run but lacks, as a node pulls
+// an image it does not have. Workers implements it.
+type BuildSource interface {
+	// BuildSpec returns the spec of version of a function as its build had
+	// it, with Code serving the stored code checked as a build checks it.
+	// Errors: ENOTFOUND (no such function or version), EUNPROCESSABLE (the
+	// version did not build, or its stored code changed), EUNAVAILABLE.
+	BuildSpec(ctx context.Context, namespace, function string, version int) (BuildSpec, error)
+}
+
+// BuildSourceUser is implemented by drivers that build missing versions
+// themselves (the local driver); New hands such a driver the Workers as its
+// BuildSource.
+type BuildSourceUser interface {
+	// UseBuildSource sets where missing builds come from.
+	UseBuildSource(BuildSource)
+}
+
+// DiskFullMessage is what a build says when the build server's disk is
+// full: a platform failure, retried, that names no path of the host.
+const DiskFullMessage = "the build server's disk is full (no space left on device)"
+
 // CodeFetcher reads stored code by object key (codestore.Store implements it).
 type CodeFetcher interface {
 	Get(ctx context.Context, key string) (io.ReadCloser, error)

@@ -134,7 +134,8 @@ type Workers struct {
 // without a Scheduler the leader-only cron_tick and cron_run). Nothing runs
 // until Start. River's listener holds one pool connection for good, so size
 // the pool for it; the build slots (slots.go) take up to BuildWorkers
-// connections outside it.
+// connections outside it. A Driver that is a BuildSourceUser gets the
+// Workers as its BuildSource.
 //
 // Errors: EINVALID for a missing Driver or an out-of-range setting;
 // EINTERNAL when River refuses the configuration.
@@ -185,6 +186,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 	w.store = cfg.Store
 	if w.store == nil {
 		w.store = store.New(pool, client)
+	}
+	if u, ok := cfg.Driver.(BuildSourceUser); ok {
+		u.UseBuildSource(w)
 	}
 	return w, nil
 }

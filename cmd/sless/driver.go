@@ -39,6 +39,15 @@ func (d *runningDriver) ExitReason(ctx context.Context, endpoint string) string 
 	return ""
 }
 
+// UseBuildSource hands the driver where to find the code of a version it
+// must build before running it (the local driver, whose builds are per data
+// dir: see workers.BuildSourceUser); workers.New calls it.
+func (d *runningDriver) UseBuildSource(s workers.BuildSource) {
+	if u, ok := d.Driver.(workers.BuildSourceUser); ok {
+		u.UseBuildSource(s)
+	}
+}
+
 // driverHooks are how a driver reports what happens without a call of the
 // platform's: a crash-looping function after a successful deploy (the
 // platform rolls it out again, which records the failure), and a finished
