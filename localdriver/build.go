@@ -49,7 +49,8 @@ const maxZipBytes = 64 << 20
 // only when the build succeeded, so building a built version again returns
 // the same Image and Log at once. Failures of the user's code are a result
 // with Failed set; errors are EINVALID (bad names), EUNAVAILABLE (code store,
-// tools, ctx, shutdown) or EINTERNAL (disk).
+// tools, ctx, shutdown, a full disk: workers.DiskFullMessage) or EINTERNAL
+// (other disk errors); none names a path of the host (hostError).
 func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
 	k, err := checkKey(b.Namespace, b.Function)
 	if err != nil {
@@ -77,7 +78,7 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 		return workers.BuildResult{}, err
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return workers.BuildResult{}, fmt.Errorf("create %s: %w", filepath.Dir(dir), err)
+		return workers.BuildResult{}, d.hostError("create the function's build folder", err)
 	}
 	// A crash in an earlier attempt may have left a partial directory behind.
 	stale, _ := filepath.Glob(dir + ".tmp-*")
@@ -86,7 +87,7 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".tmp-")
 	if err != nil {
-		return workers.BuildResult{}, fmt.Errorf("create build directory: %w", err)
+		return workers.BuildResult{}, d.hostError("create the build directory", err)
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
 
@@ -94,19 +95,19 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 		if domain.ErrorCode(err) == domain.EINVALID {
 			return failed("", domain.ErrorMessage(err)), nil
 		}
-		return workers.BuildResult{}, err
+		return workers.BuildResult{}, d.hostError("unpack the code", err)
 	}
 	if err := rt.Install(tmp, b.Config.Entrypoint); err != nil {
 		if code := domain.ErrorCode(err); code == domain.EINVALID || code == domain.EUNPROCESSABLE {
 			return failed("", domain.ErrorMessage(err)), nil
 		}
-		return workers.BuildResult{}, fmt.Errorf("install %s runtime: %w", rt.Name(), err)
+		return workers.BuildResult{}, d.hostError("install the "+rt.Name()+" runtime", err)
 	}
 	start := time.Now()
 	// The tenant's build steps run as its uid, on a directory it owns; then
 	// the platform takes the directory back, read-only to the tenant.
 	if err := d.handOver(k, tmp); err != nil {
-		return workers.BuildResult{}, err
+		return workers.BuildResult{}, d.hostError("hand the build directory over", err)
 	}
 	env := processEnv(workers.Workload{Config: b.Config})
 	opts := d.buildOptions(k, tmp, env, b.Progress)
@@ -120,10 +121,10 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 		if domain.ErrorCode(err) == domain.EUNPROCESSABLE {
 			return failed(log, domain.ErrorMessage(err)), nil
 		}
-		return workers.BuildResult{}, err
+		return workers.BuildResult{}, d.hostError("build", err)
 	}
 	if err := d.takeBack(tmp); err != nil {
-		return workers.BuildResult{}, err
+		return workers.BuildResult{}, d.hostError("take the build directory back", err)
 	}
 	d.opts.Logger.Info("localdriver: built", "function", k.String(), "version", b.Version,
 		"runtime", rt.Name(), "duration", time.Since(start).Round(time.Millisecond))
@@ -134,15 +135,15 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 		return workers.BuildResult{}, fmt.Errorf("encode build manifest: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, manifestFile), data, 0o644); err != nil {
-		return workers.BuildResult{}, fmt.Errorf("write build manifest: %w", err)
+		return workers.BuildResult{}, d.hostError("write the build manifest", err)
 	}
 	// An older directory for this version (other code under a reused
 	// function name) is replaced.
 	if err := os.RemoveAll(dir); err != nil {
-		return workers.BuildResult{}, fmt.Errorf("remove old build: %w", err)
+		return workers.BuildResult{}, d.hostError("remove the old build", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		return workers.BuildResult{}, fmt.Errorf("move build into place: %w", err)
+		return workers.BuildResult{}, d.hostError("move the build into place", err)
 	}
 	return workers.BuildResult{Image: image, Log: log}, nil
 }

@@ -2,7 +2,10 @@ package workers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -24,6 +27,48 @@ import (
 type buildWorker struct {
 	river.WorkerDefaults[BuildArgs]
 	w *Workers
+	// retryIn holds, by job ID, the delay before the next attempt of a
+	// build the driver failed (NextRetry).
+	retryIn sync.Map
+}
+
+// NextRetry retries a build the driver failed (the platform's failure: a
+// full disk, the code store away) after buildRetryDelay, seconds, instead of
+// River's schedule, which waits minutes by the third attempt while the
+// version shows Building; Work notes such a failure in retryIn. Other
+// failures (the database's) keep River's schedule.
+func (b *buildWorker) NextRetry(job *river.Job[BuildArgs]) time.Time {
+	if d, ok := b.retryIn.LoadAndDelete(job.ID); ok {
+		return time.Now().Add(d.(time.Duration))
+	}
+	return time.Time{}
+}
+
+// maxBuildRetryDelay caps buildRetryDelay.
+const maxBuildRetryDelay = 10 * time.Second
+
+// buildRetryDelay is the wait after failed attempt n (from 1) of a build
+// the driver could not run: 1 s doubling up to maxBuildRetryDelay, so five
+// attempts take about a quarter of a minute and space that comes back is
+// used within seconds.
+func buildRetryDelay(attempt int) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	if attempt > 5 {
+		return maxBuildRetryDelay
+	}
+	return min(time.Second<<(attempt-1), maxBuildRetryDelay)
+}
+
+// buildErrorMessage is the readable text of a driver's build error for the
+// version: a full disk says so in words (DiskFullMessage), whatever path
+// the error names; otherwise the driver's message (platformMessage).
+func buildErrorMessage(err error) string {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return DiskFullMessage
+	}
+	return platformMessage(err)
 }
 
 // Timeout is the configured build timeout: River's default minute is far too short.
@@ -78,17 +123,24 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 	out := w.followBuild(ctx, a.Namespace, a.Function, a.Version)
 	spec.Progress = out
 	res, err := w.build(ctx, spec)
-	out.close()
 	if ierr := interrupted(ctx, fmt.Sprintf("build %s v%d", stream, a.Version)); ierr != nil {
+		out.close()
 		return ierr
 	}
 	if err != nil {
+		msg := buildErrorMessage(err)
 		if !giveUp(job.JobRow, err) {
+			// The version says why it waits, and the retry comes soon.
+			delay := buildRetryDelay(job.Attempt)
+			fmt.Fprintf(out, "%s; retrying in %s (attempt %d of %d)\n", msg, delay, job.Attempt, job.MaxAttempts)
+			out.close()
+			b.retryIn.Store(job.ID, delay)
 			return fmt.Errorf("build %s v%d: %w", stream, a.Version, err)
 		}
 		// Say so on the version instead of leaving it Building.
-		res = BuildResult{Failed: true, Message: fmt.Sprintf("the build could not run (attempt %d): %s", job.Attempt, platformMessage(err))}
+		res = BuildResult{Failed: true, Message: fmt.Sprintf("the build could not run (attempt %d): %s", job.Attempt, msg)}
 	}
+	out.close()
 
 	_, err = w.store.Execute(ctx, md, func(tx *store.Tx) error {
 		f := domain.NewFunction(a.Namespace, a.Function)

@@ -1,7 +1,10 @@
 package workers
 
 import (
+	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,5 +109,29 @@ func TestTriggerJobsCoverEveryType(t *testing.T) {
 				t.Errorf("%s: job %T", typ, a)
 			}
 		}
+	}
+}
+
+func TestBuildRetryDelay(t *testing.T) {
+	t.Parallel()
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second, 10 * time.Second}
+	for i, w := range want {
+		if got := buildRetryDelay(i + 1); got != w {
+			t.Errorf("buildRetryDelay(%d) = %s, want %s", i+1, got, w)
+		}
+	}
+	if got := buildRetryDelay(1000); got != maxBuildRetryDelay {
+		t.Errorf("buildRetryDelay(1000) = %s, want the cap", got)
+	}
+}
+
+func TestBuildErrorMessage(t *testing.T) {
+	t.Parallel()
+	full := fmt.Errorf("unpack %q: %w", "handler.py", &os.PathError{Op: "write", Path: "/data/local/builds/ns/fn/v2.tmp-1/function/handler.py", Err: syscall.ENOSPC})
+	if got := buildErrorMessage(full); got != DiskFullMessage {
+		t.Errorf("buildErrorMessage(ENOSPC) = %q, want %q", got, DiskFullMessage)
+	}
+	if got := buildErrorMessage(domain.Errorf(domain.EUNAVAILABLE, "code store unreachable")); got != "code store unreachable" {
+		t.Errorf("buildErrorMessage(domain error) = %q", got)
 	}
 }
