@@ -18,6 +18,11 @@
 // version again (River delivers at least once) returns the stored result. The
 // image is "local:<ns>/<fn>/v<N>"; a later version that reuses a build (a
 // configuration change) runs from that directory with its own configuration.
+// Builds are per data dir, so a control plane asked to run a version another
+// one built (two replicas on one database) builds it first from the stored
+// code, through its BuildSource (pull.go), as a node pulls an image it lacks.
+// Build errors name no path of the host: a full disk is EUNAVAILABLE
+// workers.DiskFullMessage, which the build worker retries and shows.
 // A Python function's requirements.txt is installed by pip inside the
 // build's sandbox into the version's python-deps folder (runtimes). What
 // differs between runtimes (memory knob, SLESS_ENTRYPOINT or a compiled-in

@@ -18,7 +18,8 @@
 //
 //	build     (queue builds)   a slot of the namespace (else snooze, slots.go) → NeedsBuild? → BuildStarted →
 //	                           stored code checked against the version (code.go) → Driver.Build of the checked bytes →
-//	                           BuildSucceeded (+VersionActivated → rollout) | BuildFailed (also for code changed in the store)
+//	                           BuildSucceeded (+VersionActivated → rollout) | BuildFailed (also for code changed in the store);
+//	                           a driver error (full disk) is shown on the version and retried after 1, 2, 4, 8 s, then BuildFailed
 //	rollout   (queue rollouts) desired state → Driver.Deploy → RolloutCompleted | RolloutFailed, http triggers' active, cron triggers' schedule jobs
 //	schedule  (queue rollouts) Scheduler.ApplySchedule | RemoveSchedule (if the driver has one) → the cron trigger's active
 //	run_job   (queue runs)     current run? → JobStarted → Driver.Run → JobSucceeded | JobFailed
