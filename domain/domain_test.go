@@ -751,6 +751,26 @@ func TestFunctionUploadAfterAFailedBuild(t *testing.T) {
 		t.Fatal("a syntax error is taken for a change of the stored code")
 	}
 
+	// The platform could not run the build (a full disk): the same code again is built afresh.
+	platform := newFunction(t, FunctionSpec{Runtime: "python3.11"})
+	built(t, platform, "sha256:p1")
+	evs, n, _ = platform.Upload(Code{Digest: "sha256:p2"}, t0)
+	fold(platform, evs)
+	fold(platform, must(t)(platform.FailBuild(n, BuildCouldNotRun+" (attempt 5): the build server's disk is full (no space left on device)", "", t0)))
+	if v, _ := platform.Version(n); !v.PlatformFailed() || v.StoredCodeChanged() {
+		t.Fatalf("a full disk is not a failure of the platform: %+v", v)
+	}
+	evs, next, _ := platform.Upload(Code{Digest: "sha256:p2"}, t0)
+	if next != n+1 || types(evs) != EventVersionCreated {
+		t.Fatalf("upload after the platform could not build = %s v%d, want v%d, a new build", types(evs), next, n+1)
+	}
+	if fold(platform, evs); !platform.NeedsBuild(next) {
+		t.Fatalf("v%d does not wait for a build", next)
+	}
+	if v, _ := f.Version(3); v.PlatformFailed() {
+		t.Fatal("a syntax error is taken for a failure of the platform")
+	}
+
 	// A newer version awaiting its build: the code of a built version makes a
 	// new version reusing its build, so that the awaited build, once done,
 	// does not replace it (it is no longer the newest).

@@ -350,8 +350,9 @@ type Code struct {
 //   - the newest version while its build is queued or running, or after it
 //     failed: no events, that version (one build per version: the same code
 //     would fail the same way) — unless it failed because its stored code
-//     had been changed after the upload (Version.StoredCodeChanged): the
-//     code uploaded again is then a new version, built afresh;
+//     had been changed after the upload (Version.StoredCodeChanged) or the
+//     platform could not run its build (Version.PlatformFailed): the code
+//     uploaded again is then a new version, built afresh;
 //   - another successfully built version, while no newer one awaits its
 //     build: that version's activation (reason ActivationUpload), as a
 //     rollback to it would make.
@@ -367,7 +368,7 @@ func (f *Function) Upload(code Code, now time.Time) ([]Event, int, error) {
 		return nil, active.Number, nil
 	}
 	latest, ok := f.Latest()
-	if ok && same(latest) && latest.BuildStatus != BuildStatusSucceeded && !latest.StoredCodeChanged() {
+	if ok && same(latest) && latest.BuildStatus != BuildStatusSucceeded && !latest.StoredCodeChanged() && !latest.PlatformFailed() {
 		return nil, latest.Number, nil
 	}
 	if !f.NeedsBuild(latest.Number) {
@@ -404,6 +405,18 @@ func (v Version) StoredCodeChanged() bool {
 		}
 	}
 	return false
+}
+
+// BuildCouldNotRun begins the message of a build that failed because the
+// platform could not run it (its attempts ran out on a failure of the build
+// server, such as a full disk), not because of the code.
+const BuildCouldNotRun = "the build could not run"
+
+// PlatformFailed reports whether v's build failed because the platform
+// could not run it (BuildCouldNotRun): the same code uploaded again is then
+// built afresh (Upload).
+func (v Version) PlatformFailed() bool {
+	return v.BuildStatus == BuildStatusFailed && strings.HasPrefix(v.Message, BuildCouldNotRun)
 }
 
 // newVersion creates the next version. If a built version has the same code and

@@ -138,7 +138,7 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 			return fmt.Errorf("build %s v%d: %w", stream, a.Version, err)
 		}
 		// Say so on the version instead of leaving it Building.
-		res = BuildResult{Failed: true, Message: fmt.Sprintf("the build could not run (attempt %d): %s", job.Attempt, msg)}
+		res = BuildResult{Failed: true, Message: fmt.Sprintf("%s (attempt %d): %s", domain.BuildCouldNotRun, job.Attempt, msg)}
 	}
 	out.close()
 
