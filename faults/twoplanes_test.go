@@ -112,9 +112,17 @@ func TestTwoControlPlanes(t *testing.T) {
 		"%d jobs running on a at the kill, rescued %s after it; 3 retry_safe runs Succeeded by %s %v", running, durOrNever(rescued), secs(finished), unfinished)
 	checkAcked(t, w, scenario, tn, &acks)
 
-	// Leader-only work ran once: the job, and each cron slot (at least one
-	// minute boundary must have passed for a slot to fire).
-	time.Sleep(time.Until(cronFrom.Truncate(time.Minute).Add(time.Minute + 5*time.Second)))
+	// Leader-only work ran once: the job, and each cron slot. A slot fires
+	// at its minute boundary, or, when the leader died near it, once the
+	// survivor has taken the lead (River's leader lease) and ticks: wait for
+	// one, then a little more for a second run of it, which must not come.
+	fired := func() bool {
+		return w.count(`SELECT count(*) FROM invocations WHERE namespace = $1 AND function = 'ticker' AND trigger_kind = 'cron'`, tn.ns) > 0
+	}
+	for deadline := cronFrom.Truncate(time.Minute).Add(time.Minute + 45*time.Second); !fired() && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second)
 	tick, _ := cb.GetTrigger(ctx, "tick")
 	ticker, _ := cb.GetFunction(ctx, "ticker")
 	b.term() // flushes the invocation log
