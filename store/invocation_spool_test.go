@@ -57,6 +57,14 @@ func newDBLink(t *testing.T) (*dbLink, *pgxpool.Pool) {
 	return l, pool
 }
 
+// newLinkedStore is a Store whose database connections go through a
+// dbLink, and a namespace of the test's own.
+func newLinkedStore(t *testing.T) (*dbLink, *store.Store, string) {
+	t.Helper()
+	link, pool := newDBLink(t)
+	return link, store.New(pool, nil), "sless-" + testutil.UniqueNS(t)[1:] + "00000000"
+}
+
 func (l *dbLink) serve() {
 	for {
 		c, err := l.ln.Accept()
@@ -185,9 +193,7 @@ func spoolFiles(t *testing.T, dir string) []string {
 func TestInvocationLogSurvivesTheDatabaseGoingAway(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	link, pool := newDBLink(t)
-	s := store.New(pool, nil)
-	ns := "sless-" + testutil.UniqueNS(t)[1:] + "00000001"
+	link, s, ns := newLinkedStore(t)
 	dir := t.TempDir()
 	logs := &countLog{}
 	w := s.NewInvocationWriter(store.InvocationWriterOptions{BatchSize: 500, FlushInterval: 10 * time.Millisecond,
@@ -234,9 +240,7 @@ func TestInvocationLogSurvivesTheDatabaseGoingAway(t *testing.T) {
 func TestInvocationSpoolIsWrittenByTheNextProcessOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	link, pool := newDBLink(t)
-	s := store.New(pool, nil)
-	ns := "sless-" + testutil.UniqueNS(t)[1:] + "00000002"
+	link, s, ns := newLinkedStore(t)
 	dir := t.TempDir()
 	link.Cut()
 	w := s.NewInvocationWriter(store.InvocationWriterOptions{BatchSize: 300, SpoolDir: dir, Logger: discardLogger()})
@@ -290,9 +294,7 @@ func TestInvocationSpoolIsWrittenByTheNextProcessOnce(t *testing.T) {
 func TestInvocationSpoolBoundLosesCountedRecords(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	link, pool := newDBLink(t)
-	s := store.New(pool, nil)
-	ns := "sless-" + testutil.UniqueNS(t)[1:] + "00000003"
+	link, s, ns := newLinkedStore(t)
 	link.Cut()
 	logs := &countLog{}
 	w := s.NewInvocationWriter(store.InvocationWriterOptions{BatchSize: 100, SpoolDir: t.TempDir(), SpoolBytes: 64 << 10,
@@ -342,9 +344,7 @@ func TestInvocationWithUnstorableTextKeepsItsBatch(t *testing.T) {
 func TestInvocationLogKeepsTakingRecordsWhileTheDatabaseHangs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	link, pool := newDBLink(t)
-	s := store.New(pool, nil)
-	ns := "sless-" + testutil.UniqueNS(t)[1:] + "00000005"
+	link, s, ns := newLinkedStore(t)
 	w := s.NewInvocationWriter(store.InvocationWriterOptions{Buffer: 4000, BatchSize: 500, FlushInterval: 10 * time.Millisecond,
 		SpoolDir: t.TempDir(), Logger: discardLogger()})
 	defer w.Close(ctx)
