@@ -62,7 +62,7 @@ func newDBLink(t *testing.T) (*dbLink, *pgxpool.Pool) {
 func newLinkedStore(t *testing.T) (*dbLink, *store.Store, string) {
 	t.Helper()
 	link, pool := newDBLink(t)
-	return link, store.New(pool, nil), "sless-" + testutil.UniqueNS(t)[1:] + "00000000"
+	return link, store.New(pool, nil), testutil.UniqueNS(t)
 }
 
 func (l *dbLink) serve() {
@@ -324,7 +324,7 @@ func TestInvocationWithUnstorableTextKeepsItsBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	ns := "sless-" + testutil.UniqueNS(t)[1:] + "00000004"
+	ns := testutil.UniqueNS(t)
 	w := s.NewInvocationWriter(store.InvocationWriterOptions{Logger: discardLogger()})
 	recordN(t, w, ns, 10)
 	w.Record(store.Invocation{Namespace: ns, Function: "fn", Status: 200, Method: "G\xffT", Path: "/a\x00b\xfe",
