@@ -140,3 +140,13 @@ func unixClient(path string) *http.Client {
 		},
 	}
 }
+
+// OwnsEndpoint reports whether endpoint is one of this driver's: "unix:"
+// and a socket of its socket folder. Another control plane's local driver
+// has its own folder (another data dir, or another host), and its
+// processes die with it, so a proxy does not send requests there but runs
+// the function with its own driver (see proxy's endpointOwner).
+func (d *Driver) OwnsEndpoint(endpoint string) bool {
+	path, ok := strings.CutPrefix(endpoint, endpointScheme)
+	return ok && path == filepath.Join(d.sockets.dir, filepath.Base(path))
+}
