@@ -39,6 +39,16 @@ func (d *runningDriver) ExitReason(ctx context.Context, endpoint string) string 
 	return ""
 }
 
+// OwnsEndpoint says whether endpoint is one this plane's driver serves (the
+// local driver: its sockets; see proxy's endpointOwner); a driver that
+// cannot say (Kubernetes: every plane's) owns them all.
+func (d *runningDriver) OwnsEndpoint(endpoint string) bool {
+	if o, ok := d.Driver.(interface{ OwnsEndpoint(endpoint string) bool }); ok {
+		return o.OwnsEndpoint(endpoint)
+	}
+	return true
+}
+
 // UseBuildSource hands the driver where to find the code of a version it
 // must build before running it (the local driver, whose builds are per data
 // dir: see workers.BuildSourceUser); workers.New calls it.

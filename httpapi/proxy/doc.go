@@ -24,6 +24,18 @@
 // endpoint — built, or its trigger enabled, and its rollout not done yet —
 // is started for the request like a cold start (below), never a 503.
 //
+// Each control plane serves from its own driver. When the Scaler says
+// which endpoints are its own (the local driver: the sockets of its data
+// dir; DriverScaler asks the driver's OwnsEndpoint), an endpoint of
+// another plane — whose processes die with it, on a host of its own — is
+// used as none, decided when the route is applied: the function is started
+// on this plane for a request (whatever its phase, a newer version may be
+// building), and a later route with another plane's endpoint leaves the
+// requests on this plane's instance, unless it brings a new version, which
+// is then started here in place of the old one. Idle, this plane's
+// instance is stopped. A Scaler that cannot say (Kubernetes: endpoints
+// every plane shares) owns every endpoint.
+//
 // # Forwarding
 //
 // A forwarder of the proxy's own (forwarder.go), on its own pool of

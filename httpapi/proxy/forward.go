@@ -219,9 +219,11 @@ func (p *Proxy) send(rec *recorder, r *http.Request, c *call, cfg *routeCfg) {
 // startable reports whether a function without an endpoint may be started
 // for a request: its active version is built (phase Ready), only the rollout
 // that runs it (after the build, or after its trigger was enabled) has not
-// finished yet. Requests wait for it like for a cold start.
+// finished yet; or another control plane runs it (foreign), whatever the
+// phase (Building: a newer version builds). Requests wait for it like for a
+// cold start.
 func startable(cfg *routeCfg) bool {
-	return cfg.Phase == domain.PhaseReady && cfg.ActiveVersion > 0
+	return (cfg.Phase == domain.PhaseReady || cfg.foreign) && cfg.ActiveVersion > 0
 }
 
 // maxConcurrency is a function's max_concurrency, else the proxy's default; 0: none.

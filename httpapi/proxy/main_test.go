@@ -107,6 +107,15 @@ func (c *countingScaler) Sleep(ctx context.Context, ns, fn string) error {
 	return c.Scaler.Sleep(ctx, ns, fn)
 }
 
+// owningScaler is a countingScaler that says, as its DriverScaler (the
+// driver) does, which endpoints are this plane's.
+type owningScaler struct {
+	*countingScaler
+	ds proxy.DriverScaler
+}
+
+func (o owningScaler) OwnsEndpoint(endpoint string) bool { return o.ds.OwnsEndpoint(endpoint) }
+
 // fixture is a proxy on the real read model, with a real local driver
 // running the functions, a real invocation writer, behind httptest.
 type fixture struct {
@@ -127,7 +136,11 @@ type fixture struct {
 
 type options struct {
 	idle map[string]time.Duration // per function name (the fixture adds the namespace)
-	cfg  func(*proxy.Config)
+	// owner: the scaler says which endpoints are this plane's (the local
+	// driver's sockets), as serve's DriverScaler does; without it every
+	// endpoint is served from where it is.
+	owner bool
+	cfg   func(*proxy.Config)
 }
 
 func setup(t testing.TB, opts options) *fixture {
@@ -145,12 +158,17 @@ func setup(t testing.TB, opts options) *fixture {
 	t.Cleanup(func() { _ = d.Close(context.Background()) })
 	f.writer = st.NewInvocationWriter(store.InvocationWriterOptions{FlushInterval: 10 * time.Millisecond, Logger: quiet()})
 	t.Cleanup(func() { _ = f.writer.Close(context.Background()) })
-	f.scaler = &countingScaler{Scaler: proxy.DriverScaler{Driver: d, Store: st}}
+	ds := proxy.DriverScaler{Driver: d, Store: st}
+	f.scaler = &countingScaler{Scaler: ds}
+	var scaler proxy.Scaler = f.scaler
+	if opts.owner {
+		scaler = owningScaler{f.scaler, ds}
+	}
 	idle := map[string]time.Duration{}
 	for name, d := range opts.idle {
 		idle[f.ns+"/"+name] = d
 	}
-	cfg := proxy.Config{Store: st, Invocations: f.writer, Scaler: f.scaler, IdleTimeout: -1, IdleTimeouts: idle,
+	cfg := proxy.Config{Store: st, Invocations: f.writer, Scaler: scaler, IdleTimeout: -1, IdleTimeouts: idle,
 		Registerer: f.reg, Logger: quiet(), WakeTimeout: 20 * time.Second}
 	if opts.cfg != nil {
 		opts.cfg(&cfg)

@@ -102,6 +102,7 @@ type Proxy struct {
 	up      *upstream
 	metrics *metrics
 	clients *clientLimiter // nil without Config.ClientRate
+	owner   endpointOwner  // the Scaler, when it says which endpoints are this plane's
 
 	lifeMu sync.Mutex
 	life   context.Context
@@ -144,6 +145,7 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: m, up: newUpstream(cfg.MaxConnsPerFunction, upstreamIdle)}
+	p.owner, _ = cfg.Scaler.(endpointOwner)
 	if cfg.ClientRate > 0 {
 		p.clients = newClientLimiter(cfg.ClientRate, cfg.ClientBurst)
 	}

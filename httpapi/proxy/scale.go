@@ -318,6 +318,16 @@ type exitReasoner interface {
 	ExitReason(ctx context.Context, endpoint string) string
 }
 
+// endpointOwner is implemented by a Scaler whose driver runs a function's
+// processes per control plane (the local driver: processes on this host,
+// serving on its sockets), so that the endpoint another plane's rollout
+// recorded is not one this plane can use. The Kubernetes driver's endpoints
+// serve every plane; it does not implement it.
+type endpointOwner interface {
+	// OwnsEndpoint reports whether endpoint is served by this plane's driver.
+	OwnsEndpoint(endpoint string) bool
+}
+
 // exitReasonWait bounds how long a failed request waits to learn why its
 // function's process ended: the proxy sees the connection break about when
 // the driver sees the process exit.
@@ -344,7 +354,10 @@ type DriverScaler struct {
 	Store  *store.Store
 }
 
-var _ Scaler = DriverScaler{}
+var (
+	_ Scaler        = DriverScaler{}
+	_ endpointOwner = DriverScaler{}
+)
 
 // Wake deploys the active version with one replica and returns its endpoint.
 // Errors: ENOTFOUND, EUNPROCESSABLE (no built active version; it cannot
@@ -375,6 +388,15 @@ func (s DriverScaler) ExitReason(ctx context.Context, endpoint string) string {
 		return er.ExitReason(ctx, endpoint)
 	}
 	return ""
+}
+
+// OwnsEndpoint asks the driver whether endpoint is one it serves, when it
+// can say (see endpointOwner); true when it cannot.
+func (s DriverScaler) OwnsEndpoint(endpoint string) bool {
+	if o, ok := s.Driver.(endpointOwner); ok {
+		return o.OwnsEndpoint(endpoint)
+	}
+	return true
 }
 
 func (s DriverScaler) workload(ctx context.Context, ns, name string) (workers.Workload, error) {

@@ -23,8 +23,11 @@ func (k fnKey) String() string { return k.ns + "/" + k.name }
 // proxy derives from it once.
 type routeCfg struct {
 	store.Route
-	target *url.URL      // the read model's endpoint; nil when nothing runs
-	idle   time.Duration // scale to zero after this long without requests; 0: never
+	target *url.URL // the read model's endpoint; nil when nothing runs, or it is foreign
+	// foreign: the endpoint is another control plane's (see endpointOwner);
+	// the function is started on this one for a request.
+	foreign bool
+	idle    time.Duration // scale to zero after this long without requests; 0: never
 }
 
 // entry is one function in the route table: its route and its runtime state
@@ -156,13 +159,23 @@ func (p *Proxy) newEntry(k fnKey) *entry {
 // apply installs route r in e. A new endpoint or version means a rollout
 // ran the function (again): it is awake there, whatever the proxy believed.
 // An endpoint that went away (trigger disabled, rollout failed) leaves it asleep.
+//
+// An endpoint of another control plane (the Scaler says it is not its own:
+// the local driver's processes are per plane) is used as none: the function
+// is started here for a request, and the instance this plane runs stays
+// where requests go — unless the rollout brought another version, which
+// this plane's instance then runs in place of the old one.
 func (p *Proxy) apply(e *entry, r store.Route) {
 	cfg := &routeCfg{Route: r, idle: p.idleFor(e.key)}
 	if r.Endpoint != "" {
-		if u, err := parseEndpoint(r.Endpoint); err == nil {
-			cfg.target = u
-		} else {
+		u, err := parseEndpoint(r.Endpoint)
+		switch {
+		case err != nil:
 			p.log.Warn("ignoring a malformed function endpoint", "function", e.key.String(), "endpoint", r.Endpoint, "error", err)
+		case p.owner != nil && !p.owner.OwnsEndpoint(r.Endpoint):
+			cfg.foreign = true
+		default:
+			cfg.target = u
 		}
 	}
 	old := e.cfg.Swap(cfg)
@@ -174,10 +187,15 @@ func (p *Proxy) apply(e *entry, r store.Route) {
 	if e.state == waking || e.state == sleeping {
 		return // the running transition decides; a wake returns the driver's endpoint
 	}
-	if cfg.target != nil {
+	switch {
+	case cfg.target != nil:
 		e.state, e.live = awake, cfg.target
 		e.lastUsed.Store(time.Now().UnixNano())
-	} else {
+	case cfg.foreign && old != nil && old.ActiveVersion == r.ActiveVersion:
+		// Another plane ran the version this one runs, or will run when asked.
+	case cfg.foreign && e.state == awake:
+		p.startWake(e) // Wake deploys the new version here and stops the old one
+	default:
 		e.state, e.live = asleep, nil
 	}
 }
