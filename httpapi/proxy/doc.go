@@ -31,9 +31,10 @@
 // used as none, decided when the route is applied: the function is started
 // on this plane for a request (whatever its phase, a newer version may be
 // building), and a later route with another plane's endpoint leaves the
-// requests on this plane's instance, unless it brings a new version, which
-// is then started here in place of the old one. Idle, this plane's
-// instance is stopped. A Scaler that cannot say (Kubernetes: endpoints
+// requests on this plane's instance, which follows that rollout in the
+// background (a Scaler.Wake: the driver keeps an instance of the active
+// version, or starts the new version and drains the old one; requests move
+// once it answers). Idle, this plane's instance is stopped. A Scaler that cannot say (Kubernetes: endpoints
 // every plane shares) owns every endpoint.
 //
 // # Forwarding

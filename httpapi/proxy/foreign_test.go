@@ -49,7 +49,8 @@ func TestForeignEndpointStartsHere(t *testing.T) {
 	}
 
 	// The other plane rolls the same version out again (it restarted: a
-	// new socket): traffic stays on this plane's process.
+	// new socket): traffic stays on this plane's process (which this plane
+	// follows the rollout to: the driver keeps it).
 	again, _ := f.otherPlane()
 	f.rolloutVersion("away", 1, again)
 	f.waitRoute("away", func(st proxy.RouteState) bool { return st.Endpoint == again })
@@ -61,18 +62,13 @@ func TestForeignEndpointStartsHere(t *testing.T) {
 	if now, _ := f.proxy.Lookup(f.ns, "away"); now.Live != st.Live || !now.Awake {
 		t.Fatalf("the other plane's rollout moved the live endpoint: %+v → %+v", st, now)
 	}
-	if n := f.scaler.wakes.Load(); n != 1 {
-		t.Fatalf("%d wakes, want still 1", n)
-	}
 
 	// A new version rolled out by the other plane runs here too, in place
 	// of the old one.
 	v2 := map[string]string{"handler.py": pyEcho["handler.py"] + "\nVERSION = 2\n"}
 	f.buildVersion("away", 2, v2)
 	f.rolloutVersion("away", 2, elsewhere)
-	f.waitRoute("away", func(st proxy.RouteState) bool {
-		return st.ActiveVersion == 2 && st.Awake && st.Live != "" && st.Live != st.Endpoint
-	})
+	f.waitRoute("away", func(now proxy.RouteState) bool { return now.ActiveVersion == 2 && now.Awake && now.Live != st.Live })
 	second := decodeEcho(t, f.get("away", "/"))
 	if second.Process == first.Process {
 		t.Fatal("version 2 is served by the process of version 1")
@@ -92,6 +88,31 @@ func TestForeignEndpointStartsHere(t *testing.T) {
 	}
 	if n := f.scaler.wakes.Load(); n != wakes {
 		t.Fatalf("%d wakes after this plane's own rollout, want %d", n, wakes)
+	}
+}
+
+// TestForeignRolloutAfterOwn: a function this plane rolled out gets a new
+// version, rolled out by another plane: this plane runs it too (the
+// activation came first, with this plane's endpoint of the old version).
+func TestForeignRolloutAfterOwn(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{owner: true})
+	elsewhere, hits := f.otherPlane()
+	f.deploy("mine", pySpec, pyEcho)
+	first := decodeEcho(t, f.get("mine", "/"))
+	before, _ := f.proxy.Lookup(f.ns, "mine")
+	f.buildVersion("mine", 2, map[string]string{"handler.py": pyEcho["handler.py"] + "\n# v2\n"})
+	f.waitRoute("mine", func(st proxy.RouteState) bool { return st.ActiveVersion == 2 })
+	f.rolloutVersion("mine", 2, elsewhere)
+	st := f.waitRoute("mine", func(st proxy.RouteState) bool { return st.Endpoint == elsewhere && st.Awake && st.Live != before.Live })
+	if !f.ownSocket(st.Live) {
+		t.Fatalf("version 2 is served at %s, not by this plane", st.Live)
+	}
+	if got := decodeEcho(t, f.get("mine", "/")); got.Process == first.Process {
+		t.Fatal("version 2 is served by the process of version 1")
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the other plane's socket got %d requests", n)
 	}
 }
 

@@ -30,7 +30,8 @@ type Scaler interface {
 //	                                          │ fails: asleep, the waiting requests get 503
 //
 // A rollout seen in the read model (new endpoint or version) makes a
-// function awake at once; a dial failure to an awake function makes it asleep
+// function awake at once (one by another control plane leaves the state as
+// it is: follow); a dial failure to an awake function makes it asleep
 // and the request that saw it waits for a wake (once).
 type state uint8
 
@@ -164,6 +165,48 @@ func (p *Proxy) startWake(e *entry) {
 		e.m.coldStarts.Inc()
 		p.metrics.coldStartSeconds.Observe(took.Seconds())
 		p.log.Info("cold start", "function", e.key.String(), "took", took, "endpoint", endpoint)
+	}()
+}
+
+// follow makes this plane's awake instance of e follow a rollout another
+// control plane did (its endpoint is foreign, see endpointOwner): a
+// Scaler.Wake in the background, which keeps the instance when it runs the
+// active version already and otherwise starts that version here (the
+// driver stops the old one after draining it). Requests go on to the old
+// instance meanwhile and to the new one once it answers. e.mu is held.
+func (p *Proxy) follow(e *entry) {
+	if e.following {
+		e.followAgain = true
+		return
+	}
+	e.following = true
+	go func() {
+		for {
+			ctx, cancel := context.WithTimeout(p.ctx(), p.cfg.WakeTimeout)
+			endpoint, err := p.cfg.Scaler.Wake(ctx, e.key.ns, e.key.name)
+			cancel()
+			var u *url.URL
+			if err == nil {
+				u, err = parseEndpoint(endpoint)
+			}
+			e.mu.Lock()
+			moved := err == nil && e.state == awake && e.live.Host != u.Host // else a wake or sleep decides
+			if moved {
+				e.live = u
+			}
+			again := e.followAgain
+			e.followAgain, e.following = false, again
+			e.mu.Unlock()
+			switch {
+			case err != nil:
+				p.log.Warn("cannot run the version another control plane rolled out; the running one serves on", "function", e.key.String(), "error", err)
+			case moved:
+				p.log.Info("running the version another control plane rolled out", "function", e.key.String(), "endpoint", endpoint)
+			}
+			if !again {
+				return
+			}
+		}
 	}()
 }
 

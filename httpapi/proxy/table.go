@@ -44,10 +44,13 @@ type entry struct {
 	change  chan struct{} // closed when the running wake or sleep ends
 	wakeErr error         // why the last wake failed
 
-	waiting  int          // requests held for a wake; under mu
-	inflight atomic.Int64 // requests being proxied
-	lastUsed atomic.Int64 // unix nanos: last request end, or last wake
-	reaping  atomic.Bool  // an idle check runs
+	waiting int // requests held for a wake; under mu
+	// following: a follow runs; followAgain: another plane's rollout came
+	// while it ran, so it runs once more. Under mu.
+	following, followAgain bool
+	inflight               atomic.Int64 // requests being proxied
+	lastUsed               atomic.Int64 // unix nanos: last request end, or last wake
+	reaping                atomic.Bool  // an idle check runs
 }
 
 // table is the route table: a map replaced whole (copy on write) when a
@@ -163,8 +166,8 @@ func (p *Proxy) newEntry(k fnKey) *entry {
 // An endpoint of another control plane (the Scaler says it is not its own:
 // the local driver's processes are per plane) is used as none: the function
 // is started here for a request, and the instance this plane runs stays
-// where requests go — unless the rollout brought another version, which
-// this plane's instance then runs in place of the old one.
+// where requests go; it follows the rollout (follow), in case it brought
+// another version.
 func (p *Proxy) apply(e *entry, r store.Route) {
 	cfg := &routeCfg{Route: r, idle: p.idleFor(e.key)}
 	if r.Endpoint != "" {
@@ -191,10 +194,10 @@ func (p *Proxy) apply(e *entry, r store.Route) {
 	case cfg.target != nil:
 		e.state, e.live = awake, cfg.target
 		e.lastUsed.Store(time.Now().UnixNano())
-	case cfg.foreign && old != nil && old.ActiveVersion == r.ActiveVersion:
-		// Another plane ran the version this one runs, or will run when asked.
 	case cfg.foreign && e.state == awake:
-		p.startWake(e) // Wake deploys the new version here and stops the old one
+		p.follow(e)
+	case cfg.foreign:
+		// Asleep: the next request starts the active version here.
 	default:
 		e.state, e.live = asleep, nil
 	}
