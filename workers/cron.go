@@ -39,6 +39,9 @@ import (
 // A cron run calls Driver.Run on the active version with the event
 // {"trigger", "schedule", "scheduled_at"}; its outcome is logged at info with
 // the trigger's name and recorded in the invocation log (trigger kind cron).
+// Its attempts follow the job runs' rules (attempt.go): each leaves one row,
+// and one interrupted by a shutdown or a crash of its server runs again only
+// when the function is retry_safe.
 
 // CronTickArgs asks for due cron slots to be enqueued; the leader inserts one every CronInterval.
 type CronTickArgs struct{}
@@ -175,41 +178,53 @@ type cronRunWorker struct {
 // Timeout is the longest function timeout plus a margin, as for job runs.
 func (c *cronRunWorker) Timeout(*river.Job[CronRunArgs]) time.Duration { return maxRunTimeout }
 
-// Work runs the slot unless the trigger stopped firing since it was enqueued.
+// Work runs the slot unless the trigger stopped firing since it was
+// enqueued. Its attempts follow the rules of attempt.go, as a job run's do.
 func (c *cronRunWorker) Work(ctx context.Context, job *river.Job[CronRunArgs]) error {
 	w, a := c.w, job.Args
 	st, err := w.cronState(ctx, a.Namespace, a.Trigger)
 	if err != nil {
 		return err
 	}
-	if !st.active() {
-		w.log.InfoContext(ctx, "cron run skipped: the trigger no longer fires", "namespace", a.Namespace, "trigger", a.Trigger, "slot", a.Slot)
-		return nil
-	}
 	event, _ := json.Marshal(map[string]string{"trigger": a.Trigger, "schedule": st.schedule, "scheduled_at": a.Slot.UTC().Format(time.RFC3339)})
 	spec := RunSpec{Workload: st.workload, Name: fmt.Sprintf("%s-%d", a.Trigger, a.Slot.Unix()), RunID: a.Slot.Unix(), Event: event}
+	attrs := []any{"namespace", a.Namespace, "trigger", a.Trigger, "slot", a.Slot}
+	if rescued(job.JobRow) {
+		// The attempt before died with its server, perhaps mid-run, and could
+		// record nothing: this is its row.
+		gone := ""
+		if !st.active() {
+			gone = "the trigger no longer fires"
+		}
+		dead, again := crashedAttempt(st.workload.Config, gone)
+		w.recordAttempt(ctx, store.InvocationCron, spec, spec.Name, dead, w.now(), again, attrs...)
+		if !again {
+			return nil
+		}
+	}
+	if !st.active() {
+		w.log.InfoContext(ctx, "cron run skipped: the trigger no longer fires", attrs...)
+		return nil
+	}
 	started := w.now()
 	out, err := w.run(ctx, spec)
 	if why := w.interruption(ctx); why != "" {
-		// Recorded like every attempt; run again (next start) only when
-		// retry-safe, as job runs are.
-		out.ok, out.interrupted, out.message = false, why, why
-		w.recordRun(store.InvocationCron, spec, spec.Name, out, started)
-		if !mayRunAgain(why, st.workload.Config) {
-			w.log.WarnContext(ctx, "cron run "+why+"; not run again", "namespace", a.Namespace, "trigger", a.Trigger, "slot", a.Slot,
-				"retry_safe", st.workload.Config.RetrySafe)
-			return nil
+		out, again := interruptedAttempt(why, st.workload.Config, job.JobRow, out)
+		w.recordAttempt(ctx, store.InvocationCron, spec, spec.Name, out, started, again, attrs...)
+		if again {
+			return fmt.Errorf("cron run %s/%s: %s: %w", a.Namespace, a.Trigger, why, ctx.Err())
 		}
-		return fmt.Errorf("cron run %s/%s: %s: %w", a.Namespace, a.Trigger, why, ctx.Err())
+		return nil
 	}
 	if err != nil {
-		w.log.WarnContext(ctx, "cron run could not start", "namespace", a.Namespace, "trigger", a.Trigger,
-			"function", st.workload.Function, "slot", a.Slot, "attempt", job.Attempt, "error", err)
-		return fmt.Errorf("cron run %s/%s at %s: %w", a.Namespace, a.Trigger, a.Slot.Format(time.RFC3339), err)
+		var again bool
+		if out, again = startFailed(job.JobRow, err); again {
+			w.recordAttempt(ctx, store.InvocationCron, spec, spec.Name, out, started, again, attrs...)
+			return fmt.Errorf("cron run %s/%s at %s: %w", a.Namespace, a.Trigger, a.Slot.Format(time.RFC3339), err)
+		}
 	}
 	w.recordRun(store.InvocationCron, spec, spec.Name, out, started)
-	w.log.InfoContext(ctx, "cron run finished", "namespace", a.Namespace, "trigger", a.Trigger,
-		"function", st.workload.Function, "version", st.workload.Version, "slot", a.Slot,
-		"ok", out.ok, "result", out.result, "message", out.message)
+	w.log.InfoContext(ctx, "cron run finished", append(attrs, "function", st.workload.Function, "version", st.workload.Version,
+		"ok", out.ok, "result", out.result, "message", out.message)...)
 	return nil
 }

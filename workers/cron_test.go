@@ -3,11 +3,16 @@ package workers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/workers"
 )
 
@@ -48,6 +53,19 @@ func (h *harness) waitActive(trigger string, active bool) {
 		}
 		return nil
 	})
+}
+
+// insertCronRun enqueues a slot of a cron trigger, as the leader's tick does.
+func (h *harness) insertCronRun(trigger string, slot time.Time) {
+	h.t.Helper()
+	err := h.api.InTx(context.Background(), func(tx pgx.Tx) error {
+		_, err := h.api.InsertJobsTx(context.Background(), tx, []river.InsertManyParams{
+			{Args: workers.CronRunArgs{Namespace: h.ns, Trigger: trigger, Slot: slot}}})
+		return err
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func at(hour, min int) time.Time { return time.Date(2030, 1, 1, hour, min, 0, 0, time.UTC) }
@@ -187,6 +205,38 @@ func TestCronTriggerBecomesActiveOnceTheFunctionIsBuilt(t *testing.T) {
 	h.waitActive("soon", false)
 	h.upload("later", "d1") // built → activated → rollout → schedule
 	h.waitActive("soon", true)
+}
+
+// TestCronRunThatCouldNotStartIsRecordedPerAttempt: a cron run the driver
+// could not start is tried again by River; each attempt leaves one row in
+// the invocation log (trigger kind cron), the failed start too.
+func TestCronRunThatCouldNotStartIsRecordedPerAttempt(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	rec := &memRecorder{}
+	h.clock.Set(at(10, 0).Add(20 * time.Second))
+	h.start(h.withClock, func(c *workers.Config) { c.Invocations = rec })
+	h.readyFunction("tick", pySpec)
+	failFirstRun(h, domain.Errorf(domain.EUNAVAILABLE, "no node has room"))
+	h.createTrigger("flaky", domain.TriggerCron, "tick", "* * * * *", true)
+	h.waitActive("flaky", true)
+	h.clock.Set(at(10, 1).Add(20 * time.Second))
+	path := fmt.Sprintf("flaky-%d", at(10, 1).Unix())
+	h.eventually(30*time.Second, func() error {
+		got := rec.statuses(path)
+		if len(got) != 2 || !strings.HasPrefix(got[0], "503 the run could not start (attempt 1): no node has room") || got[1] != "200" {
+			return errorf("invocations %q; want the attempt that could not start (503), then 200", got)
+		}
+		return nil
+	})
+	for _, inv := range rec.records(path) {
+		if inv.Trigger != store.InvocationCron || inv.Function != "tick" {
+			t.Fatalf("invocation %+v; want trigger kind cron, function tick", inv)
+		}
+	}
+	if got := h.cronRuns("flaky"); !equalRuns(got, map[time.Time]int{at(10, 1): 2}) {
+		t.Fatalf("driver runs by slot = %v; want two attempts of 10:01", got)
+	}
 }
 
 func stopAll(t *testing.T, ws ...*workers.Workers) {

@@ -3,6 +3,7 @@ package workers_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -51,23 +52,25 @@ func TestRescueChildProcess(t *testing.T) {
 	select {} // until SIGKILL
 }
 
-// TestRescueAfterKill9 runs a job in a child process, kills the process with
-// SIGKILL mid-run and checks that the job is taken up again within seconds
-// (River alone would wait 45 minutes): on a replica that was running all
-// along (the leader's periodic rescue, the dead process having been the
-// leader), and on a process started after the kill (the rescue at start). A
-// retry-safe function's run runs again; any other fails "interrupted by a
-// crash", recorded in the invocation log, and does not run twice. Either
-// way each attempt leaves one row in the invocation log.
+// TestRescueAfterKill9 runs a job run (or a cron run) in a child process,
+// kills the process with SIGKILL mid-run and checks that the run is taken up
+// again within seconds (River alone would wait 45 minutes): on a replica that
+// was running all along (the leader's periodic rescue, the dead process
+// having been the leader), and on a process started after the kill (the
+// rescue at start). A retry-safe function's run runs again; any other does
+// not run twice: a job run fails "interrupted by a crash". Either way each
+// attempt leaves one row in the invocation log, the one the crash killed too.
 func TestRescueAfterKill9(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		name                    string
-		replicaFirst, retrySafe bool
+		name                          string
+		replicaFirst, retrySafe, cron bool
 	}{
-		{"running replica", true, true},
-		{"restart", false, true},
-		{"restart, not retry-safe", false, false},
+		{"running replica", true, true, false},
+		{"restart", false, true, false},
+		{"restart, not retry-safe", false, false, false},
+		{"cron run, restart", false, true, true},
+		{"cron run, running replica, not retry-safe", true, false, true},
 	} {
 		replicaFirst := c.replicaFirst
 		t.Run(c.name, func(t *testing.T) {
@@ -77,15 +80,32 @@ func TestRescueAfterKill9(t *testing.T) {
 			spec := pySpec
 			spec.RetrySafe = c.retrySafe
 			h.readyFunction("fn", spec)
+			// The run the child takes: job crash's run 1, or a slot of cron
+			// trigger crash, whose own slots are a year apart.
+			kind, name, path := "run_job", "crash", "crash/1"
+			slot := at(10, 0)
+			if c.cron {
+				kind, name = "cron_run", fmt.Sprintf("crash-%d", slot.Unix())
+				path = name
+				h.createTrigger("crash", domain.TriggerCron, "fn", "0 0 1 1 *", true)
+				h.waitActive("crash", true)
+			}
 			if err := first.Stop(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			h.createJob("crash", "fn", scriptedRun{Stdout: "done\n"}, 1)
+			if c.cron {
+				h.insertCronRun("crash", slot)
+			} else {
+				h.createJob("crash", "fn", scriptedRun{Stdout: "done\n"}, 1)
+			}
 			child, id := startChild(t, h.pool.Config().ConnString())
 			h.eventually(30*time.Second, func() error {
-				if n := h.count(`SELECT count(*) FROM river_job WHERE kind = 'run_job' AND state = 'running'
-					AND attempted_by[cardinality(attempted_by)] = $1`, id); n != 1 {
+				if n := h.count(`SELECT count(*) FROM river_job WHERE kind = $1 AND state = 'running'
+					AND attempted_by[cardinality(attempted_by)] = $2`, kind, id); n != 1 {
 					return errorf("the child %s has not taken the run yet", id)
+				}
+				if c.cron {
+					return nil
 				}
 				if j := h.job("crash"); j.Phase != domain.JobPhaseRunning {
 					return errorf("the child has not started the run yet: job %s", j.Phase)
@@ -118,47 +138,51 @@ func TestRescueAfterKill9(t *testing.T) {
 			if !replicaFirst {
 				h.start(withRec)
 			}
+			h.eventually(30*time.Second, func() error {
+				if s, _ := h.jobAttempts(kind, "namespace", h.ns); s != "completed" {
+					return errorf("%s job %q; want completed", kind, s)
+				}
+				return nil
+			})
+			if len(h.logs.Lines("rescued a job of a dead process", id)) == 0 {
+				t.Fatalf("no rescue of %s logged", id)
+			}
+			runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == name })
 			if !c.retrySafe {
-				h.eventually(30*time.Second, func() error {
+				t.Logf("kill -9 to the run stopped: %s", time.Since(killed).Round(time.Millisecond))
+				if !c.cron {
 					if j := h.job("crash"); j.Phase != domain.JobPhaseFailed || !strings.Contains(j.Message, "interrupted by a crash") {
-						return errorf("job %s %q; want Failed, interrupted by a crash", j.Phase, j.Message)
+						t.Fatalf("job %s %q; want Failed, interrupted by a crash", j.Phase, j.Message)
 					}
-					return nil
-				})
-				t.Logf("kill -9 to the run failed: %s", time.Since(killed).Round(time.Millisecond))
-				if runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "crash" }); len(runs) != 0 {
+				}
+				if len(runs) != 0 {
 					t.Fatalf("the run of a function that is not retry-safe ran again: %+v", runs)
 				}
 				h.eventually(10*time.Second, func() error { // recorded right after the outcome
-					if got := rec.statuses("crash/1"); len(got) != 1 || !strings.HasPrefix(got[0], "503 interrupted by a crash") {
-						return errorf("invocations %q; want one 503 interrupted by a crash", got)
+					if got := rec.statuses(path); len(got) != 1 || !strings.HasPrefix(got[0], "503 interrupted by a crash") || !strings.Contains(got[0], "not run again") {
+						return errorf("invocations %q; want one 503 interrupted by a crash, not run again", got)
 					}
 					return nil
 				})
 				return
 			}
-			h.eventually(30*time.Second, func() error {
-				if j := h.job("crash"); j.Phase != domain.JobPhaseSucceeded {
-					return errorf("job %s %q", j.Phase, j.Message)
-				}
-				return nil
-			})
 			mu.Lock()
 			t.Logf("kill -9 to the run running again: %s", rerunAt.Sub(killed).Round(time.Millisecond))
 			mu.Unlock()
-			stream := domain.JobStream(h.ns, "crash")
-			if n := h.events(stream, domain.EventJobSucceeded); n != 1 {
-				t.Fatalf("%d JobSucceeded events, want 1", n)
+			if !c.cron {
+				if j := h.job("crash"); j.Phase != domain.JobPhaseSucceeded {
+					t.Fatalf("job %s %q; want Succeeded", j.Phase, j.Message)
+				}
+				if n := h.events(domain.JobStream(h.ns, "crash"), domain.EventJobSucceeded); n != 1 {
+					t.Fatalf("%d JobSucceeded events, want 1", n)
+				}
 			}
-			if runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "crash" }); len(runs) != 1 || runs[0].Version != 1 {
+			if len(runs) != 1 || runs[0].Version != 1 {
 				t.Fatalf("runs here = %+v; want one rerun on v1", runs)
-			}
-			if len(h.logs.Lines("rescued a job of a dead process", id)) == 0 {
-				t.Fatalf("no rescue of %s logged", id)
 			}
 			// One row per attempt: the one that died with the child, then the rerun.
 			h.eventually(10*time.Second, func() error {
-				got := rec.statuses("crash/1")
+				got := rec.statuses(path)
 				if len(got) != 2 || !strings.HasPrefix(got[0], "503 interrupted by a crash") || !strings.Contains(got[0], "run again") || got[1] != "200" {
 					return errorf("invocations %q; want the attempt the crash interrupted (503, run again), then 200", got)
 				}

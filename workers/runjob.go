@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
@@ -27,11 +26,8 @@ import (
 // effects may have happened. Once an outcome is recorded a rerun does
 // nothing; a run cancelled through CancelRunTx (the job was deleted) stops
 // and is not retried.
-// Every attempt that reached JobStarted leaves one row in the invocation log:
-// its outcome; "could not start" when the driver failed and River tries it
-// again; interrupted (by Stop, River's timeout, a cancel) when its context
-// ended; and an attempt a crash killed, which could record nothing, is
-// recorded by the attempt after the rescue, before it runs again or fails.
+// Every attempt that reached JobStarted leaves one row in the invocation
+// log, by the rules attempt.go holds for job and cron runs alike.
 type runJobWorker struct {
 	river.WorkerDefaults[RunJobArgs]
 	w *Workers
@@ -48,10 +44,10 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 	md := meta(job.Kind, job.ID)
 
 	var spec RunSpec
+	var dead runOutcome // the row of an attempt a crash killed, if any
 	done := false
-	dead := "" // the message recording an attempt a crash killed, or ""
 	_, err := w.store.Execute(ctx, md, func(tx *store.Tx) error {
-		done, dead = false, ""
+		done, dead = false, runOutcome{}
 		j := domain.NewJob(a.Namespace, a.Job)
 		if err := tx.Load(ctx, stream, j); err != nil {
 			return err
@@ -69,39 +65,36 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 			n = j.Version
 		}
 		v, ok := f.Version(n)
-		crashed := j.Phase == domain.JobPhaseRunning && rescued(job.JobRow) // the attempt before died running it
 		spec = RunSpec{Workload: Workload{Namespace: a.Namespace, Function: j.Function, Version: n, Image: v.Image, Config: v.Config},
 			Name: a.Job, RunID: a.RunID, Event: j.Event}
+		gone := "" // why the run cannot run, or ""
 		if !f.Exists || !ok || v.BuildStatus != domain.BuildStatusSucceeded {
-			done = true
-			msg := fmt.Sprintf("function %q has no active built version to run", j.Function)
+			gone = fmt.Sprintf("function %q has no active built version to run", j.Function)
 			if j.Phase == domain.JobPhaseRunning {
-				msg = fmt.Sprintf("version %d of function %q, which this run started on, no longer exists", n, j.Function)
+				gone = fmt.Sprintf("version %d of function %q, which this run started on, no longer exists", n, j.Function)
 			}
-			if crashed {
-				dead = interruptedByCrash + "; not run again: " + msg
+		}
+		again := gone == ""
+		if j.Phase == domain.JobPhaseRunning && rescued(job.JobRow) { // the attempt before died running it
+			dead, again = crashedAttempt(v.Config, gone)
+		}
+		if !again {
+			done = true
+			msg := gone
+			if msg == "" {
+				msg = dead.message
 			}
 			if err := tx.Append(ctx, stream, j, j.Fail(a.RunID, msg, "", w.now())); err != nil {
 				return err
 			}
 			return completeTx(ctx, tx.Tx, job)
 		}
-		if crashed && !mayRunAgain(interruptedByCrash, v.Config) {
-			done, dead = true, crashNotRetried
-			if err := tx.Append(ctx, stream, j, j.Fail(a.RunID, crashNotRetried, "", w.now())); err != nil {
-				return err
-			}
-			return completeTx(ctx, tx.Tx, job)
-		}
-		if crashed {
-			dead = crashRetried
-		}
 		return tx.Append(ctx, stream, j, j.Start(a.RunID, v.Number, w.now()))
 	})
-	if err == nil && dead != "" {
+	attrs := []any{"namespace", a.Namespace, "job", a.Job, "run_id", a.RunID}
+	if err == nil && dead.interrupted != "" {
 		// The attempt that died could record nothing: this is its row.
-		w.recordRun(store.InvocationJob, spec, runPath(a), runOutcome{interrupted: interruptedByCrash, message: dead}, w.now())
-		w.log.WarnContext(ctx, "job run "+interruptedByCrash, "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID, "retried", !done)
+		w.recordAttempt(ctx, store.InvocationJob, spec, runPath(a), dead, w.now(), !done, attrs...)
 	}
 	if err != nil || done {
 		return err
@@ -113,13 +106,12 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 		return w.runInterrupted(ctx, job, spec, why, out, started)
 	}
 	if err != nil {
-		msg := fmt.Sprintf("the run could not start (attempt %d): %s", job.Attempt, platformMessage(err))
-		if !giveUp(job.JobRow, err) {
+		var again bool
+		if out, again = startFailed(job.JobRow, err); again {
 			// River tries it again; this attempt's row says why it ended.
-			w.recordRun(store.InvocationJob, spec, runPath(a), runOutcome{interrupted: notStarted, message: msg + "; it is tried again"}, started)
+			w.recordAttempt(ctx, store.InvocationJob, spec, runPath(a), out, started, again, attrs...)
 			return fmt.Errorf("run %s #%d: %w", stream, a.RunID, err)
 		}
-		out = runOutcome{message: msg}
 	}
 
 	_, err = w.store.Execute(ctx, md, func(tx *store.Tx) error {
@@ -204,52 +196,6 @@ func lastLine(s string) string {
 // runPath is a job run's path in the invocation log.
 func runPath(a RunJobArgs) string { return fmt.Sprintf("%s/%d", a.Job, a.RunID) }
 
-// Why a run's attempt ended before its outcome: see Workers.interruption;
-// interruptedByCrash is found by the next attempt (rescued), notStarted
-// when the driver failed.
-const (
-	interruptedByShutdown = "interrupted by shutdown"
-	interruptedByCrash    = "interrupted by a crash of the server running it"
-	interruptedByCancel   = "cancelled"
-	interruptedByTimeout  = "interrupted"
-	notStarted            = "could not start"
-)
-
-// The messages recording an attempt a crash killed.
-const (
-	crashNotRetried = interruptedByCrash + "; not run again, since the function is not retry_safe"
-	crashRetried    = interruptedByCrash + "; run again, since the function is retry_safe"
-)
-
-// mayRunAgain says whether an attempt interrupted for why is made again. A
-// shutdown or a crash of the process may have left the function's side
-// effects half done, so only a RetrySafe function runs again; a cancelled
-// run never does; one River's timeout ended does, as any failed attempt.
-func mayRunAgain(why string, cfg domain.FunctionConfig) bool {
-	switch why {
-	case interruptedByShutdown, interruptedByCrash:
-		return cfg.RetrySafe
-	case interruptedByCancel:
-		return false
-	}
-	return true
-}
-
-// interruption says why the job's context ended, or "" while it runs: the
-// job was cancelled (CancelRunTx), Stop interrupted it, or River's timeout
-// (or a stop before the drain) ended it.
-func (w *Workers) interruption(ctx context.Context) string {
-	switch {
-	case ctx.Err() == nil:
-		return ""
-	case errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely):
-		return interruptedByCancel
-	case w.stopping.Load():
-		return interruptedByShutdown
-	}
-	return interruptedByTimeout
-}
-
 // outcomeTimeout bounds the recording of an interrupted run, whose own
 // context has ended.
 const outcomeTimeout = 10 * time.Second
@@ -264,17 +210,8 @@ const outcomeTimeout = 10 * time.Second
 func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[RunJobArgs], spec RunSpec, why string, out runOutcome, started time.Time) error {
 	a := job.Args
 	stream := domain.JobStream(a.Namespace, a.Job)
-	out.ok, out.interrupted, out.message = false, why, why
-	retry := mayRunAgain(why, spec.Config)
-	switch {
-	case retry && job.Attempt >= job.MaxAttempts:
-		retry = false
-		out.message = why + "; not run again: it has no attempt left"
-	case why == interruptedByShutdown && retry:
-		out.message = why + "; it runs again on the next start (the function is retry-safe)"
-	}
-	w.recordRun(store.InvocationJob, spec, runPath(a), out, started)
-	w.log.WarnContext(ctx, "job run "+why, "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID, "retried", retry)
+	out, retry := interruptedAttempt(why, spec.Config, job.JobRow, out)
+	w.recordAttempt(ctx, store.InvocationJob, spec, runPath(a), out, started, retry, "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID)
 	if retry {
 		return fmt.Errorf("run %s #%d: %s: %w", stream, a.RunID, why, ctx.Err())
 	}

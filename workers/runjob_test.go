@@ -195,14 +195,7 @@ func TestJobRunThatCouldNotStartIsRecordedPerAttempt(t *testing.T) {
 	rec := &memRecorder{}
 	h.start(func(c *workers.Config) { c.Invocations = rec })
 	h.readyFunction("fn", pySpec)
-	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
-			if len(d.runsNamed(func(x workers.RunSpec) bool { return x.Name == r.Name })) == 1 {
-				return workers.RunResult{}, domain.Errorf(domain.EUNAVAILABLE, "no node has room")
-			}
-			return workers.RunResult{Stdout: "done\n"}, nil
-		}
-	})
+	failFirstRun(h, domain.Errorf(domain.EUNAVAILABLE, "no node has room"))
 	h.createJob("flaky", "fn", nil, 1)
 	if j := h.finished("flaky", 1); j.Phase != domain.JobPhaseSucceeded {
 		t.Fatalf("job = %s %q; want Succeeded on the second attempt", j.Phase, j.Message)

@@ -15,8 +15,8 @@ type cronState struct {
 	exists   bool // a cron trigger of that name exists
 	enabled  bool
 	schedule string
-	version  int // the active built version of its function; 0 when none
-	workload Workload
+	version  int      // the active built version of its function; 0 when none
+	workload Workload // the version to run; only its namespace and function while version is 0
 }
 
 func (c cronState) same(o cronState) bool {
@@ -27,7 +27,8 @@ func (c cronState) same(o cronState) bool {
 func (c cronState) active() bool { return c.exists && c.enabled && c.version > 0 }
 
 func cronStateOf(t *domain.Trigger, f *domain.Function) cronState {
-	c := cronState{exists: t.Exists && t.Type == domain.TriggerCron, enabled: t.Enabled, schedule: t.Schedule}
+	c := cronState{exists: t.Exists && t.Type == domain.TriggerCron, enabled: t.Enabled, schedule: t.Schedule,
+		workload: Workload{Namespace: t.Namespace, Function: t.Function}}
 	if !c.exists || !f.Exists {
 		return c
 	}

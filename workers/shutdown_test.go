@@ -29,12 +29,21 @@ func (m *memRecorder) Record(inv store.Invocation) bool {
 
 // statuses returns "status error" of each record of path, in order.
 func (m *memRecorder) statuses(path string) []string {
+	var out []string
+	for _, inv := range m.records(path) {
+		out = append(out, strings.TrimSpace(strconv.Itoa(inv.Status)+" "+inv.Error))
+	}
+	return out
+}
+
+// records returns the records of path, in order.
+func (m *memRecorder) records(path string) []store.Invocation {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []string
+	var out []store.Invocation
 	for _, inv := range m.invs {
 		if inv.Path == path {
-			out = append(out, strings.TrimSpace(strconv.Itoa(inv.Status)+" "+inv.Error))
+			out = append(out, inv)
 		}
 	}
 	return out
@@ -49,6 +58,19 @@ func blockFirstRun(h *harness, started chan<- string) {
 				started <- r.Name
 				<-ctx.Done()
 				return workers.RunResult{}, domain.Errorf(domain.EUNAVAILABLE, "run: %v", ctx.Err())
+			}
+			return workers.RunResult{Stdout: "done\n"}, nil
+		}
+	})
+}
+
+// failFirstRun makes the first run of each job or cron slot fail to start
+// with err, and later runs succeed.
+func failFirstRun(h *harness, err error) {
+	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
+		d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
+			if len(d.runsNamed(func(x workers.RunSpec) bool { return x.Name == r.Name })) == 1 {
+				return workers.RunResult{}, err
 			}
 			return workers.RunResult{Stdout: "done\n"}, nil
 		}
