@@ -34,8 +34,12 @@
 // requests on this plane's instance, which follows that rollout in the
 // background (a Scaler.Wake: the driver keeps an instance of the active
 // version, or starts the new version and drains the old one; requests move
-// once it answers). Idle, this plane's instance is stopped. A Scaler that cannot say (Kubernetes: endpoints
-// every plane shares) owns every endpoint.
+// once it answers). This plane's instance is stopped when idle, when a
+// worker (maybe another plane's) stops the function — its endpoint goes
+// away — and when the function is deleted (DriverScaler.StopHere: that
+// worker's driver cannot reach this plane's processes). A Scaler that
+// cannot say (Kubernetes: endpoints every plane shares) owns every
+// endpoint, and stops nothing of its own.
 //
 // # Forwarding
 //

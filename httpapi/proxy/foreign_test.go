@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/proxy"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/workers"
 )
@@ -149,6 +152,50 @@ func TestForeignEndpointIdleSleepsHere(t *testing.T) {
 	if n := f.scaler.wakes.Load(); n != 3 {
 		t.Fatalf("%d wakes, want 3", n)
 	}
+}
+
+// TestStoppedElsewhereStopsHere: what this plane started for another
+// plane's endpoint is this plane's to stop when a worker elsewhere stops the
+// function (its endpoint goes away) or deletes it: that worker's driver
+// cannot reach this plane's processes.
+func TestStoppedElsewhereStopsHere(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{owner: true})
+	elsewhere, _ := f.otherPlane()
+	running := func(name string) string {
+		t.Helper()
+		f.build(name, pySpec, pyEcho)
+		f.rolloutVersion(name, 1, elsewhere)
+		f.waitRoute(name, func(st proxy.RouteState) bool { return st.Endpoint == elsewhere })
+		decodeEcho(t, f.get(name, "/"))
+		st, _ := f.proxy.Lookup(f.ns, name)
+		if !st.Awake || !f.ownSocket(st.Live) {
+			t.Fatalf("%s: %+v, want awake at a socket of this plane", name, st)
+		}
+		return strings.TrimPrefix(st.Live, "unix:")
+	}
+	gone := func(socket string) {
+		t.Helper()
+		testutil.Eventually(t, 20*time.Second, func() error {
+			if _, err := os.Stat(socket); !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("this plane's socket %s is still there (%v)", socket, err)
+			}
+			return nil
+		})
+	}
+
+	// Stopped elsewhere: the other plane's rollout leaves no endpoint.
+	socket := running("stopped")
+	f.rolloutVersion("stopped", 1, "")
+	gone(socket)
+	if n := f.scaler.sleeps.Load(); n != 1 {
+		t.Fatalf("%d sleeps, want 1", n)
+	}
+
+	// Deleted elsewhere.
+	socket = running("deleted")
+	f.fn("deleted", func(fn *domain.Function) ([]domain.Event, error) { return fn.Delete(time.Now()) })
+	gone(socket)
 }
 
 // TestEndpointsAllOwnedWithoutOwner: a scaler that does not say which

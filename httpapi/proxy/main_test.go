@@ -115,6 +115,10 @@ type owningScaler struct {
 }
 
 func (o owningScaler) OwnsEndpoint(endpoint string) bool { return o.ds.OwnsEndpoint(endpoint) }
+func (o owningScaler) PerPlane() bool                    { return o.ds.PerPlane() }
+func (o owningScaler) StopHere(ctx context.Context, ns, fn string) error {
+	return o.ds.StopHere(ctx, ns, fn)
+}
 
 // fixture is a proxy on the real read model, with a real local driver
 // running the functions, a real invocation writer, behind httptest.

@@ -103,6 +103,7 @@ type Proxy struct {
 	metrics *metrics
 	clients *clientLimiter // nil without Config.ClientRate
 	owner   endpointOwner  // the Scaler, when it says which endpoints are this plane's
+	stopper planeStopper   // the Scaler, when its driver's processes are this plane's own
 
 	lifeMu sync.Mutex
 	life   context.Context
@@ -146,6 +147,9 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: m, up: newUpstream(cfg.MaxConnsPerFunction, upstreamIdle)}
 	p.owner, _ = cfg.Scaler.(endpointOwner)
+	if ps, ok := cfg.Scaler.(planeStopper); ok && ps.PerPlane() {
+		p.stopper = ps
+	}
 	if cfg.ClientRate > 0 {
 		p.clients = newClientLimiter(cfg.ClientRate, cfg.ClientBurst)
 	}

@@ -371,6 +371,18 @@ type endpointOwner interface {
 	OwnsEndpoint(endpoint string) bool
 }
 
+// planeStopper is implemented by a Scaler that can say whether its driver
+// runs a function's processes per control plane (endpointOwner) and stop
+// them on this one. Another plane's worker stops what that plane runs when
+// a function is deleted or stopped; what this plane started for its own
+// requests (a foreign endpoint) only this plane can stop.
+type planeStopper interface {
+	// PerPlane reports whether the driver's processes are this plane's own.
+	PerPlane() bool
+	// StopHere removes what this plane runs of a deleted function.
+	StopHere(ctx context.Context, namespace, function string) error
+}
+
 // exitReasonWait bounds how long a failed request waits to learn why its
 // function's process ended: the proxy sees the connection break about when
 // the driver sees the process exit.
@@ -400,6 +412,7 @@ type DriverScaler struct {
 var (
 	_ Scaler        = DriverScaler{}
 	_ endpointOwner = DriverScaler{}
+	_ planeStopper  = DriverScaler{}
 )
 
 // Wake deploys the active version with one replica and returns its endpoint.
@@ -440,6 +453,22 @@ func (s DriverScaler) OwnsEndpoint(endpoint string) bool {
 		return o.OwnsEndpoint(endpoint)
 	}
 	return true
+}
+
+// PerPlane reports whether the driver runs processes per control plane:
+// whether it says which endpoints are its own (see endpointOwner).
+func (s DriverScaler) PerPlane() bool {
+	_, ok := s.Driver.(endpointOwner)
+	return ok
+}
+
+// StopHere removes what this plane's driver runs of a deleted function
+// (Driver.Remove), when it runs processes per plane; nothing otherwise.
+func (s DriverScaler) StopHere(ctx context.Context, namespace, function string) error {
+	if !s.PerPlane() {
+		return nil
+	}
+	return s.Driver.Remove(ctx, namespace, function)
 }
 
 func (s DriverScaler) workload(ctx context.Context, ns, name string) (workers.Workload, error) {

@@ -96,9 +96,10 @@ func (p *Proxy) refreshAll(ctx context.Context) error {
 		next[k] = e
 	}
 	p.routes.m.Store(&next)
-	for k := range old {
+	for k, e := range old {
 		if _, ok := next[k]; !ok {
 			p.metrics.forget(k)
+			p.dropped(e)
 		}
 	}
 	return nil
@@ -141,10 +142,11 @@ func (p *Proxy) refreshSome(ctx context.Context, keys []fnKey) error {
 		next[k] = e
 	}
 	for _, k := range keys {
-		if _, ok := old[k]; ok && !found[k] {
+		if e, ok := old[k]; ok && !found[k] {
 			change()
 			delete(next, k)
 			p.metrics.forget(k)
+			p.dropped(e)
 		}
 	}
 	if next != nil {
@@ -198,9 +200,37 @@ func (p *Proxy) apply(e *entry, r store.Route) {
 		p.follow(e)
 	case cfg.foreign:
 		// Asleep: the next request starts the active version here.
+	case p.stopper != nil && e.state == awake:
+		// Stopped (a trigger disabled, a failed rollout) by a worker, maybe
+		// another plane's: what this plane runs stops too, once nothing is
+		// in flight (else its idle period does it).
+		go p.sleepIfIdle(e, true) //nolint:errcheck // it logs
 	default:
 		e.state, e.live = asleep, nil
 	}
+}
+
+// dropped stops what this plane runs of e, a function gone from the read
+// model (deleted), when its driver's processes are this plane's own: the
+// worker that removed it may be another plane's.
+func (p *Proxy) dropped(e *entry) {
+	if p.stopper == nil {
+		return
+	}
+	e.mu.Lock()
+	running := e.state != asleep
+	e.state, e.live = asleep, nil
+	e.mu.Unlock()
+	if !running {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(p.ctx(), p.cfg.WakeTimeout)
+		defer cancel()
+		if err := p.stopper.StopHere(ctx, e.key.ns, e.key.name); err != nil {
+			p.log.Warn("cannot stop a deleted function on this plane", "function", e.key.String(), "error", err)
+		}
+	}()
 }
 
 // idleFor is the idle period of a function: its override, else the default.
