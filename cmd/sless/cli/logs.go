@@ -32,6 +32,12 @@ func logsCommand(c *conn) *cobra.Command {
 				q.Since = time.Now().Add(-since)
 			}
 			page, err := cl.ListInvocations(ctx, name, q)
+			// The log is written off the request path, within about a second
+			// of a call: `fn invoke` and then at once `fn logs` must show it.
+			for wait := logWriteDelay; err == nil && len(page.Invocations) == 0 && !follow && wait > 0; wait -= logPoll {
+				time.Sleep(logPoll)
+				page, err = cl.ListInvocations(ctx, name, q)
+			}
 			if err != nil {
 				return explain(err, url, fmt.Sprintf("function %q", name), "sless fn ls")
 			}
@@ -113,3 +119,11 @@ func writeInvocation(ctx context.Context, w io.Writer, cl *client.Client, fn str
 	}
 	return nil
 }
+
+// How long `fn logs` waits for a first record (the invocation log's
+// writer flushes every 100 ms; a busy database takes longer), asking every
+// logPoll.
+const (
+	logWriteDelay = 1500 * time.Millisecond
+	logPoll       = 250 * time.Millisecond
+)
