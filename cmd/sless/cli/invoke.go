@@ -79,10 +79,11 @@ func invokeAPI(cmd *cobra.Command, cl *client.Client, fn string, body []byte) (i
 	if err != nil {
 		return 0, "", err
 	}
-	if _, err := cmd.OutOrStdout().Write(res.Body); err != nil {
+	out := &bodyWriter{w: cmd.OutOrStdout()}
+	if _, err := out.Write(res.Body); err != nil {
 		return 0, "", err
 	}
-	return res.Status, res.InvocationID, nil
+	return res.Status, res.InvocationID, out.end()
 }
 
 // invokeHTTP calls the function's public URL and prints the answer's body.
@@ -120,10 +121,38 @@ func invokeHTTP(cmd *cobra.Command, cl *client.Client, url, fn string, body []by
 		return 0, "", err
 	}
 	defer resp.Body.Close()
-	if _, err := io.Copy(cmd.OutOrStdout(), resp.Body); err != nil {
+	out := &bodyWriter{w: cmd.OutOrStdout()}
+	if _, err := io.Copy(out, resp.Body); err != nil {
 		return 0, "", err
 	}
-	return resp.StatusCode, resp.Header.Get(proxy.InvocationHeader), nil
+	return resp.StatusCode, resp.Header.Get(proxy.InvocationHeader), out.end()
+}
+
+// bodyWriter writes a function's answer to w and, on a terminal, ends it
+// with a line break when it has none, so that the shell's prompt starts on a
+// line of its own; piped or redirected, the body stays byte for byte.
+type bodyWriter struct {
+	w    io.Writer
+	n    int64
+	last byte
+}
+
+func (b *bodyWriter) Write(p []byte) (int, error) {
+	n, err := b.w.Write(p)
+	if n > 0 {
+		b.n += int64(n)
+		b.last = p[n-1]
+	}
+	return n, err
+}
+
+// end adds the line break, see bodyWriter.
+func (b *bodyWriter) end() error {
+	if b.n == 0 || b.last == '\n' || !isTerminal(b.w) {
+		return nil
+	}
+	_, err := io.WriteString(b.w, "\n")
+	return err
 }
 
 // invokeClient passes a function's redirect back instead of following it.

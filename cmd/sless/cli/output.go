@@ -44,16 +44,14 @@ func sorted(s []string) []string {
 // dim writes s faint on a terminal (build output under the spinner),
 // plain elsewhere or with NO_COLOR.
 func dim(w io.Writer, s string) string {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("NO_COLOR") != "" || !term.IsTerminal(int(f.Fd())) {
+	if os.Getenv("NO_COLOR") != "" || !isTerminal(w) {
 		return s
 	}
 	return "\x1b[2m" + s + "\x1b[0m"
 }
 
 func colour(w io.Writer, phase string) string {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("NO_COLOR") != "" || !term.IsTerminal(int(f.Fd())) {
+	if os.Getenv("NO_COLOR") != "" || !isTerminal(w) {
 		return phase
 	}
 	code := "33"
@@ -64,4 +62,10 @@ func colour(w io.Writer, phase string) string {
 		code = "31"
 	}
 	return "\x1b[" + code + "m" + phase + "\x1b[0m"
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
