@@ -2,8 +2,6 @@ package proxy_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -18,7 +16,6 @@ import (
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/proxy"
 	"github.com/slessio/sless/internal/testutil"
-	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/workers"
 )
 
@@ -273,10 +270,7 @@ func (f *fixture) buildVersion(name string, n int, files map[string]string) {
 // built yet (the function is Building).
 func (f *fixture) uploadVersion(name string, n int, files map[string]string) (domain.Code, domain.FunctionConfig) {
 	f.t.Helper()
-	zipData := ziptest.Files(f.t, files)
-	sum := sha256.Sum256(zipData)
-	code := domain.Code{Digest: hex.EncodeToString(sum[:]), ZipKey: f.ns + "/" + name + "/" + hex.EncodeToString(sum[:8]) + ".zip"}
-	f.code.put(code.ZipKey, zipData)
+	code := f.storeCode(name, files)
 	var cfg domain.FunctionConfig
 	f.fn(name, func(fn *domain.Function) ([]domain.Event, error) {
 		evs, got, err := fn.Upload(code, time.Now())

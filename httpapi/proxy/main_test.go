@@ -231,13 +231,20 @@ func (f *fixture) trigger(name string, cmd func(*domain.Trigger) ([]domain.Event
 	execCmd(f, domain.TriggerStream(f.ns, name), domain.NewTrigger(f.ns, name), cmd)
 }
 
-// create records a function with code (not built) and an http trigger.
-func (f *fixture) create(name string, spec domain.FunctionSpec, files map[string]string, httpTrigger bool) (domain.FunctionConfig, domain.Code) {
+// storeCode zips files into the fixture's code store, keyed by their digest.
+func (f *fixture) storeCode(name string, files map[string]string) domain.Code {
 	f.t.Helper()
 	zipData := ziptest.Files(f.t, files)
 	sum := sha256.Sum256(zipData)
 	code := domain.Code{Digest: hex.EncodeToString(sum[:]), ZipKey: f.ns + "/" + name + "/" + hex.EncodeToString(sum[:8]) + ".zip"}
 	f.code.put(code.ZipKey, zipData)
+	return code
+}
+
+// create records a function with code (not built) and an http trigger.
+func (f *fixture) create(name string, spec domain.FunctionSpec, files map[string]string, httpTrigger bool) (domain.FunctionConfig, domain.Code) {
+	f.t.Helper()
+	code := f.storeCode(name, files)
 	var cfg domain.FunctionConfig
 	f.fn(name, func(fn *domain.Function) ([]domain.Event, error) {
 		evs, err := fn.Create(spec, time.Now())
