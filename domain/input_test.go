@@ -208,3 +208,29 @@ func TestBuildOutcomeIsStorable(t *testing.T) {
 		}
 	}
 }
+
+// An entrypoint of any runtime is capped, and neither it nor an unknown
+// runtime is repeated whole in the error.
+func TestEntrypointAndRuntimeAreCapped(t *testing.T) {
+	long := "H" + strings.Repeat("a", MaxEntrypointLength)
+	for _, r := range []Runtime{RuntimeGo123, RuntimePython311} {
+		e := long
+		if r == RuntimePython311 {
+			e = "h." + strings.Repeat("a", MaxEntrypointLength)
+		}
+		err := ValidateEntrypoint(r, e)
+		if ErrorCode(err) != EINVALID || strings.Contains(ErrorMessage(err), e) || !strings.Contains(ErrorMessage(err), "at most 255") {
+			t.Errorf("%s entrypoint of %d characters: %v", r, len(e), err)
+		}
+	}
+	if err := ValidateEntrypoint(RuntimeGo123, "Handle"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateEntrypoint(RuntimeGo123, "Handle\x00"); ErrorCode(err) != EINVALID {
+		t.Errorf("an entrypoint with a NUL: %v", err)
+	}
+	_, err := ParseRuntime(strings.Repeat("x", 100000))
+	if ErrorCode(err) != EINVALID || len(ErrorMessage(err)) > 300 {
+		t.Errorf("a 100,000-byte runtime: %d-byte message %.80q", len(ErrorMessage(err)), ErrorMessage(err))
+	}
+}

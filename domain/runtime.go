@@ -52,6 +52,12 @@ var (
 	goExportedRE  = regexp.MustCompile(`^[A-Z][A-Za-z0-9_]*$`)
 )
 
+// MaxEntrypointLength bounds the entrypoint of a function of any runtime.
+const MaxEntrypointLength = 255
+
+// maxQuotedRuntime is the longest unknown runtime an error repeats.
+const maxQuotedRuntime = 64
+
 // ParseRuntime returns the Runtime named s, or EINVALID naming the known ones.
 func ParseRuntime(s string) (Runtime, error) {
 	for _, r := range Runtimes {
@@ -59,8 +65,11 @@ func ParseRuntime(s string) (Runtime, error) {
 			return r, nil
 		}
 	}
-	if s == "" {
+	switch {
+	case s == "":
 		return "", FieldErrorf("runtime", "is required (one of %s)", runtimeList())
+	case len(s) > maxQuotedRuntime: // not echoed whole
+		return "", FieldErrorf("runtime", "is not supported (%d bytes long); use one of %s", len(s), runtimeList())
 	}
 	return "", FieldErrorf("runtime", "%q is not supported; use one of %s", s, runtimeList())
 }
@@ -85,10 +94,14 @@ func DefaultEntrypoint(r Runtime) string {
 }
 
 // ValidateEntrypoint checks entrypoint syntax for runtime r: `module.function` for
-// Python and Node.js, an exported Go identifier for Go. It returns EINVALID.
+// Python and Node.js, an exported Go identifier for Go, at most
+// MaxEntrypointLength characters either way. It returns EINVALID.
 func ValidateEntrypoint(r Runtime, entrypoint string) error {
 	if entrypoint == "" {
 		return FieldErrorf("entrypoint", "is required")
+	}
+	if err := ValidateText("entrypoint", entrypoint, MaxEntrypointLength); err != nil {
+		return err // before any message quotes it
 	}
 	syntax := entrypointDotted
 	for _, row := range runtimeTable {
@@ -102,7 +115,7 @@ func ValidateEntrypoint(r Runtime, entrypoint string) error {
 		}
 		return nil
 	}
-	if len(entrypoint) > 255 || !dottedEntryRE.MatchString(entrypoint) {
+	if !dottedEntryRE.MatchString(entrypoint) {
 		return FieldErrorf("entrypoint", "%q must look like module.function, e.g. handler.handle", entrypoint)
 	}
 	return nil
