@@ -19,8 +19,12 @@ func (s *Server) registerInvokeRoutes(g *echo.Group) {
 // never sees it. Errors keep the API's shape: 404 for an unknown function,
 // 409 for one without a built version, and /fn's 413, 429, 502, 503, 504.
 func (s *Server) invokeFunction(c echo.Context) error {
+	name, err := nameParam(c, "function")
+	if err != nil {
+		return err
+	}
 	if s.cfg.Proxy == nil {
 		return domain.Errorf(domain.EUNAVAILABLE, "this server runs no functions: it has no invoke proxy")
 	}
-	return s.cfg.Proxy.Invoke(c.Response(), c.Request(), c.Param("ns"), c.Param("name"), store.InvocationAPI)
+	return s.cfg.Proxy.Invoke(c.Response(), c.Request(), c.Param("ns"), name, store.InvocationAPI)
 }

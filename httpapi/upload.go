@@ -41,11 +41,11 @@ func (s *Server) registerUploadRoutes(g *echo.Group) {
 // (command.UploadCode; the name and the function are checked before the body
 // is read).
 func (s *Server) upload(c echo.Context) error {
-	ns, name := c.Param("ns"), c.Param("name")
-	ctx := c.Request().Context()
-	if err := domain.ValidateName("name", name); err != nil {
+	name, err := nameParam(c, "function")
+	if err != nil {
 		return err
 	}
+	ns, ctx := c.Param("ns"), c.Request().Context()
 	if c.Request().ContentLength > s.maxUploadBody() {
 		return s.errUploadTooLarge()
 	}
@@ -143,8 +143,11 @@ func bodyError(err, tooLarge error) error {
 // Stored code that no longer matches the version's digest is 422
 // (codestore.Store.GetVerified).
 func (s *Server) source(c echo.Context) error {
-	ns, name := c.Param("ns"), c.Param("name")
-	ctx := c.Request().Context()
+	name, err := nameParam(c, "function")
+	if err != nil {
+		return err
+	}
+	ns, ctx := c.Param("ns"), c.Request().Context()
 	f, err := s.cfg.Store.GetFunction(ctx, ns, name)
 	if err != nil {
 		return err
