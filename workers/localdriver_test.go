@@ -88,20 +88,7 @@ func TestLocalDriverEndToEnd(t *testing.T) {
 	}
 
 	// HTTP: an enabled trigger starts the process and records its endpoint.
-	h.createTrigger("py-http", domain.TriggerHTTP, "py", "", true)
-	var endpoint string
-	h.eventually(60*time.Second, func() error {
-		f, tr := h.function("py"), h.trigger("py-http")
-		if f.Endpoint == "" || !tr.Active {
-			return errorf("endpoint %q, active %v, phase %s %q", f.Endpoint, tr.Active, f.Phase, f.Message)
-		}
-		endpoint = f.Endpoint
-		return nil
-	})
-	var got struct{ Hello string }
-	if err := json.Unmarshal([]byte(httpGet(t, testutil.EndpointURL(endpoint)+"/")), &got); err != nil || got.Hello != "python" {
-		t.Fatalf("GET %s = %+v (%v)", endpoint, got, err)
-	}
+	endpoint := h.servesPython(t, "py")
 
 	// Jobs: result, failure with the traceback, timeout.
 	h.createJob("ok", "py", map[string]any{"n": 7}, 1)
@@ -211,4 +198,26 @@ func httpGet(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %d %s (%v)", url, resp.StatusCode, b, err)
 	}
 	return string(b)
+}
+
+// servesPython enables an http trigger py-http of function fn (the
+// python sample) and waits until its rollout recorded an endpoint that
+// answers as the sample does, and returns that endpoint.
+func (h *harness) servesPython(t *testing.T, fn string) string {
+	t.Helper()
+	h.createTrigger(fn+"-http", domain.TriggerHTTP, fn, "", true)
+	var endpoint string
+	h.eventually(60*time.Second, func() error {
+		f, tr := h.function(fn), h.trigger(fn+"-http")
+		if f.Endpoint == "" || !tr.Active {
+			return errorf("endpoint %q, active %v, phase %s %q", f.Endpoint, tr.Active, f.Phase, f.Message)
+		}
+		endpoint = f.Endpoint
+		return nil
+	})
+	var got struct{ Hello string }
+	if err := json.Unmarshal([]byte(httpGet(t, testutil.EndpointURL(endpoint)+"/")), &got); err != nil || got.Hello != "python" {
+		t.Fatalf("GET %s = %+v (%v)", endpoint, got, err)
+	}
+	return endpoint
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/workers"
 )
@@ -69,22 +68,9 @@ func TestTwoPlanesRunEachOthersBuilds(t *testing.T) {
 
 	// Plane b serves it: the rollout builds it there first.
 	h.start(func(c *workers.Config) { c.Driver, c.Code = ldB, st })
-	h.createTrigger("py-http", domain.TriggerHTTP, "py", "", true)
-	var endpoint string
-	h.eventually(60*time.Second, func() error {
-		f, tr := h.function("py"), h.trigger("py-http")
-		if f.Endpoint == "" || !tr.Active {
-			return errorf("endpoint %q, active %v, phase %s %q", f.Endpoint, tr.Active, f.Phase, f.Message)
-		}
-		endpoint = f.Endpoint
-		return nil
-	})
+	h.servesPython(t, "py")
 	if !built(dirB, 1) {
 		t.Fatal("b serves v1 without its build in b's data dir")
-	}
-	var got struct{ Hello string }
-	if err := json.Unmarshal([]byte(httpGet(t, testutil.EndpointURL(endpoint)+"/")), &got); err != nil || got.Hello != "python" {
-		t.Fatalf("GET %s = %+v (%v)", endpoint, got, err)
 	}
 
 	// A job runs there.
