@@ -54,7 +54,6 @@ func (s *Store) Execute(ctx context.Context, meta Metadata, fn func(tx *Tx) erro
 		if txErr == nil {
 			return t.appended, nil
 		}
-		noteConnLost(txErr)
 		// A connection broken before the COMMIT (a restarted server, a
 		// terminated backend) kept nothing: decide again on another.
 		brokenBefore := !atCommit && unavailable(txErr) && ctx.Err() == nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -88,21 +89,11 @@ func openSpool(dir string, max int64) (*invocationSpool, error) {
 		s.size += f.sizeBytes
 		s.records.Add(uint64(f.records))
 	}
-	slices.SortFunc(s.files, func(a, b spoolFile) int { return compareUint(a.seq, b.seq) })
+	slices.SortFunc(s.files, func(a, b spoolFile) int { return cmp.Compare(a.seq, b.seq) })
 	if n := len(s.files); n > 0 {
 		s.next = s.files[n-1].seq + 1
 	}
 	return s, nil
-}
-
-func compareUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // parseSpoolName reads what a file name says, see invocationSpool.
