@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/google/uuid"
 
 	"github.com/slessio/sless/domain"
@@ -18,7 +20,6 @@ import (
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"
-	"github.com/slessio/sless/workers"
 )
 
 // invokeEnv is the API with the function proxy on the real local driver
@@ -82,7 +83,7 @@ func (env *invokeEnv) build(c *client, name string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := env.driver.Build(ctx, workers.BuildSpec{Namespace: c.ns, Function: name, Version: n, Digest: v.Digest,
+	res, err := env.driver.Build(ctx, driver.BuildSpec{Namespace: c.ns, Function: name, Version: n, Digest: v.Digest,
 		ZipKey: v.ZipKey, ContextKey: v.ContextKey, Config: v.Config, Code: env.code})
 	if err != nil || res.Failed {
 		t.Fatalf("build %s v%d: %v %s\n%s", name, n, err, res.Message, res.Log)

@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/resources"
-	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -25,11 +26,11 @@ func TestPodSecurityAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := e.buildSpec("hello", 3, "admission")
-	w := workers.Workload{Namespace: e.ns, Function: b.Function, Version: b.Version, Image: resources.Image(e.cfg.Registry, b), Config: b.Config}
+	w := driver.Workload{Namespace: e.ns, Function: b.Function, Version: b.Version, Image: resources.Image(e.cfg.Registry, b), Config: b.Config}
 	specs := map[string]corev1.PodSpec{
-		"deployment": podSpec(t, resources.Deployment(workers.Deployment{Workload: w, Replicas: 1}).Spec.Template.Spec),
-		"run":        podSpec(t, resources.RunJob(e.cfg, workers.RunSpec{Workload: w, Name: "r", RunID: 1}).Spec.Template.Spec),
-		"cron":       podSpec(t, resources.CronJob(e.cfg, workers.CronSpec{Workload: w, Trigger: "t", Schedule: "@daily"}).Spec.JobTemplate.Spec.Template.Spec),
+		"deployment": podSpec(t, resources.Deployment(driver.Deployment{Workload: w, Replicas: 1}).Spec.Template.Spec),
+		"run":        podSpec(t, resources.RunJob(e.cfg, driver.RunSpec{Workload: w, Name: "r", RunID: 1}).Spec.Template.Spec),
+		"cron":       podSpec(t, resources.CronJob(e.cfg, driver.CronSpec{Workload: w, Trigger: "t", Schedule: "@daily"}).Spec.JobTemplate.Spec.Template.Spec),
 	}
 	b.Config.Runtime, b.Config.Entrypoint = domain.RuntimeGo123, "Handle"
 	kaniko := podSpec(t, resources.KanikoJob(e.cfg, b).Spec.Template.Spec)

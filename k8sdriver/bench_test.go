@@ -14,12 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox"
-	"github.com/slessio/sless/workers"
 )
 
 // benchRounds is how many times each latency is measured (p50 of them).
@@ -54,7 +55,7 @@ func BenchmarkNextToLocal(b *testing.B) {
 	b.Cleanup(func() { _ = ld.Close(context.Background()); _ = sb.Close() })
 	drivers := []struct {
 		name string
-		d    workers.Driver
+		d    driver.Driver
 		ns   string
 	}{
 		{"kubernetes", kd, realTenantNamespace(b, c)},
@@ -82,10 +83,10 @@ func BenchmarkNextToLocal(b *testing.B) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	deploy := func(d workers.Driver, w workers.Workload, replicas int) string {
+	deploy := func(d driver.Driver, w driver.Workload, replicas int) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		ep, err := d.Deploy(ctx, workers.Deployment{Workload: w, Replicas: replicas})
+		ep, err := d.Deploy(ctx, driver.Deployment{Workload: w, Replicas: replicas})
 		if err != nil {
 			b.Fatalf("deploy %s v%d x%d: %v", w.Function, w.Version, replicas, err)
 		}
@@ -145,7 +146,7 @@ func BenchmarkNextToLocal(b *testing.B) {
 		for i := range benchRounds {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			started := time.Now()
-			res, err := dr.d.Run(ctx, workers.RunSpec{Workload: w, Name: fmt.Sprintf("bench-%d", i), RunID: int64(i + 1), Event: []byte(`{}`)})
+			res, err := dr.d.Run(ctx, driver.RunSpec{Workload: w, Name: fmt.Sprintf("bench-%d", i), RunID: int64(i + 1), Event: []byte(`{}`)})
 			cancel()
 			if err != nil || res.ExitCode != 0 {
 				b.Fatalf("job: %+v, %v", res, err)

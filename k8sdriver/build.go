@@ -3,9 +3,10 @@ package k8sdriver
 import (
 	"context"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/resources"
-	"github.com/slessio/sless/workers"
 )
 
 // buildLogLines is how much of a failed build's log goes into its message.
@@ -17,35 +18,35 @@ const buildLogLines = 30
 // building again. A failed build (the user's code) is a result with Failed
 // set and the kaniko log; errors are EINVALID for a bad spec, EUNAVAILABLE
 // when the Job disappears or ctx ends first, or the mapped API error.
-func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
+func (d *Driver) Build(ctx context.Context, b driver.BuildSpec) (driver.BuildResult, error) {
 	if err := domain.ValidateNamespace(b.Namespace); err != nil {
-		return workers.BuildResult{}, err
+		return driver.BuildResult{}, err
 	}
 	if err := domain.ValidateName("function", b.Function); err != nil {
-		return workers.BuildResult{}, err
+		return driver.BuildResult{}, err
 	}
 	if b.ContextKey == "" || b.Digest == "" {
-		return workers.BuildResult{}, domain.Errorf(domain.EINVALID, "build of %s v%d: no code digest or build context", b.Function, b.Version)
+		return driver.BuildResult{}, domain.Errorf(domain.EINVALID, "build of %s v%d: no code digest or build context", b.Function, b.Version)
 	}
 	job := resources.KanikoJob(d.cfg, b)
 	name, ns := *job.Name, d.cfg.BuildNamespace
 	if _, err := d.startJob(ctx, job, nil); err != nil {
-		return workers.BuildResult{}, err
+		return driver.BuildResult{}, err
 	}
 	out, err := d.waitJob(ctx, ns, name)
 	if err != nil {
-		return workers.BuildResult{}, err
+		return driver.BuildResult{}, err
 	}
 	if out.deleted {
-		return workers.BuildResult{}, domain.Errorf(domain.EUNAVAILABLE, "build job %s was deleted before it finished", name)
+		return driver.BuildResult{}, domain.Errorf(domain.EUNAVAILABLE, "build job %s was deleted before it finished", name)
 	}
 	log := d.podLog(ctx, ns, resources.LabelBuild, name, "kaniko")
 	if err := d.expireJob(ctx, ns, name); err != nil {
-		return workers.BuildResult{}, err
+		return driver.BuildResult{}, err
 	}
-	res := workers.BuildResult{Image: resources.Image(d.cfg.Registry, b), Log: log}
+	res := driver.BuildResult{Image: resources.Image(d.cfg.Registry, b), Log: log}
 	if out.failed {
-		res = workers.BuildResult{Log: log, Failed: true, Message: buildFailure(out, log)}
+		res = driver.BuildResult{Log: log, Failed: true, Message: buildFailure(out, log)}
 	}
 	return res, nil
 }

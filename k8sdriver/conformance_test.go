@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver/drivertest"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
-	"github.com/slessio/sless/workers/drivertest"
 )
 
 // TestConformance runs the driver suite, with no case skipped, against the
@@ -26,11 +28,12 @@ func TestConformance(t *testing.T) {
 		// The Node.js busy loop blocks the wrapper's own timer: only the
 		// Job's deadline (timeout_sec + this grace) ends it.
 		cfg.JobStartGrace = 5 * time.Second
+		cfg.CrashWatchInterval = 250 * time.Millisecond
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	failures := &drivertest.FailureRecorder{}
-	go d.WatchCrashLoops(ctx, 250*time.Millisecond, failures.Record)
+	go d.Watch(ctx, driver.Reports{Crashed: failures.Record})
 
 	drivertest.Run(t, drivertest.Harness{
 		Driver:           d,

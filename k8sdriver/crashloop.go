@@ -2,6 +2,9 @@ package k8sdriver
 
 import (
 	"context"
+	"sync"
+
+	"github.com/slessio/sless/driver"
 	"time"
 
 	"github.com/slessio/sless/k8sdriver/resources"
@@ -9,13 +12,27 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// WatchCrashLoops looks at the serving pods of every tenant every interval
+// Watch implements driver.Driver: it polls the cluster for crash loops
+// (CrashWatchInterval) and, when r.CronRan is set, for finished runs of
+// schedules (CronWatchInterval) until ctx ends.
+func (d *Driver) Watch(ctx context.Context, r driver.Reports) {
+	var wg sync.WaitGroup
+	if r.Crashed != nil {
+		wg.Go(func() { d.watchCrashLoops(ctx, d.cfg.CrashWatchInterval, r.Crashed) })
+	}
+	if r.CronRan != nil {
+		wg.Go(func() { d.watchCronRuns(ctx, d.cfg.CronWatchInterval, r.CronRan) })
+	}
+	wg.Wait()
+}
+
+// watchCrashLoops looks at the serving pods of every tenant every interval
 // until ctx ends and calls report(namespace, function) once for each pod
 // whose function container has restarted CrashLoopRestarts times: the
 // wiring enqueues a rollout for it, whose Deploy then fails with
-// EUNPROCESSABLE (as the local driver's OnFailure does). List errors are
+// EUNPROCESSABLE (as for the local driver's crash loops). List errors are
 // retried at the next tick.
-func (d *Driver) WatchCrashLoops(ctx context.Context, interval time.Duration, report func(namespace, function string)) {
+func (d *Driver) watchCrashLoops(ctx context.Context, interval time.Duration, report func(namespace, function string)) {
 	reported := map[string]bool{} // pod UIDs
 	sel := labels.Set{resources.LabelManagedBy: resources.ManagedBy, resources.LabelComponent: "server"}.String()
 	for {

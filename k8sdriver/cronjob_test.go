@@ -3,9 +3,10 @@ package k8sdriver
 import (
 	"testing"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/resources"
-	"github.com/slessio/sless/workers"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -15,7 +16,7 @@ func TestSchedule(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil, nil)
 	w := e.mustBuild("ticker", 1, "c")
-	spec := workers.CronSpec{Workload: w, Trigger: "every-5", Schedule: "*/5 * * * *", Enabled: true}
+	spec := driver.CronSpec{Workload: w, Trigger: "every-5", Schedule: "*/5 * * * *", Enabled: true}
 	crons := e.c.Client.BatchV1().CronJobs(e.ns)
 	get := func() (suspended bool, rv string) {
 		t.Helper()

@@ -6,8 +6,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/k8sdriver/resources"
-	"github.com/slessio/sless/workers"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,17 +16,17 @@ import (
 )
 
 // LabelRecorded marks a CronJob's Job whose run was reported (see
-// WatchCronRuns): whoever sets it reports the run, once. A label, so that
+// watchCronRuns): whoever sets it reports the run, once. A label, so that
 // the watch lists only the runs still to report.
 const LabelRecorded = "sless.dev/recorded"
 
-// WatchCronRuns looks for finished Jobs of the CronJobs of every tenant
+// watchCronRuns looks for finished Jobs of the CronJobs of every tenant
 // every interval until ctx ends, and reports each run once with its
 // result read from its pod, for the invocation log. Several control planes
 // may watch: a run is claimed by setting LabelRecorded on its Job with
 // an update that fails when another claimed it first, and reported only
 // after. Errors are retried at the next tick.
-func (d *Driver) WatchCronRuns(ctx context.Context, interval time.Duration, report func(workers.CronRun)) {
+func (d *Driver) watchCronRuns(ctx context.Context, interval time.Duration, report func(driver.CronRun)) {
 	for {
 		d.collectCronRuns(ctx, report)
 		select {
@@ -36,7 +37,7 @@ func (d *Driver) WatchCronRuns(ctx context.Context, interval time.Duration, repo
 	}
 }
 
-func (d *Driver) collectCronRuns(ctx context.Context, report func(workers.CronRun)) {
+func (d *Driver) collectCronRuns(ctx context.Context, report func(driver.CronRun)) {
 	sel := labels.Set{resources.LabelManagedBy: resources.ManagedBy, resources.LabelComponent: "cron"}.String() + ",!" + LabelRecorded
 	jobs, err := d.client.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
@@ -61,10 +62,10 @@ func (d *Driver) collectCronRuns(ctx context.Context, report func(workers.CronRu
 
 // cronRun reads a finished run of a CronJob: its pod is the one of the
 // trigger's pods that the Job owns.
-func (d *Driver) cronRun(ctx context.Context, job *batchv1.Job, out jobOutcome) workers.CronRun {
+func (d *Driver) cronRun(ctx context.Context, job *batchv1.Job, out jobOutcome) driver.CronRun {
 	l := job.Labels
 	version, _ := strconv.Atoi(l[resources.LabelVersion])
-	r := workers.CronRun{Namespace: job.Namespace, Function: l[resources.LabelFunction], Trigger: l[resources.LabelTrigger],
+	r := driver.CronRun{Namespace: job.Namespace, Function: l[resources.LabelFunction], Trigger: l[resources.LabelTrigger],
 		Version: version, Name: job.Name, Started: job.CreationTimestamp.Time, Ended: time.Now()}
 	if job.Status.StartTime != nil {
 		r.Started = job.Status.StartTime.Time

@@ -7,9 +7,10 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/resources"
-	"github.com/slessio/sless/workers"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -28,7 +29,7 @@ const crashLogLines = 20
 // ready, restarts CrashLoopRestarts times, cannot be pulled, or whose pods
 // the cluster refuses (quota, admission) is EUNPROCESSABLE with the end of
 // its output; EUNAVAILABLE when ctx ends first; otherwise the mapped API error.
-func (d *Driver) Deploy(ctx context.Context, dep workers.Deployment) (string, error) {
+func (d *Driver) Deploy(ctx context.Context, dep driver.Deployment) (string, error) {
 	w := dep.Workload
 	if err := d.prepare(ctx, w); err != nil {
 		return "", err
@@ -101,7 +102,7 @@ func deploymentFailure(dep *appsv1.Deployment) error {
 }
 
 // versionPods lists the server pods of the workload's version.
-func (d *Driver) versionPods(ctx context.Context, w workers.Workload) ([]corev1.Pod, error) {
+func (d *Driver) versionPods(ctx context.Context, w driver.Workload) ([]corev1.Pod, error) {
 	sel := labels.Set{resources.LabelComponent: "server", resources.LabelFunction: w.Function, resources.LabelVersion: strconv.Itoa(w.Version)}
 	pods, err := d.client.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
@@ -116,7 +117,7 @@ var stuckReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageNam
 // crashed returns EUNPROCESSABLE, with the end of the container's last
 // output, when a pod of the version crash-loops, exited before it was ever
 // ready, or cannot start its container.
-func (d *Driver) crashed(ctx context.Context, w workers.Workload, pods []corev1.Pod) error {
+func (d *Driver) crashed(ctx context.Context, w driver.Workload, pods []corev1.Pod) error {
 	for i := range pods {
 		pod := &pods[i]
 		if pod.DeletionTimestamp != nil {
@@ -149,7 +150,7 @@ func (d *Driver) crashed(ctx context.Context, w workers.Workload, pods []corev1.
 
 // sliceEndpoint waits for a ready address of a pod of the version in the
 // Service's EndpointSlices and returns the first in address order.
-func (d *Driver) sliceEndpoint(ctx context.Context, w workers.Workload) (string, error) {
+func (d *Driver) sliceEndpoint(ctx context.Context, w driver.Workload) (string, error) {
 	var endpoint string
 	err := d.poll(ctx, "a ready endpoint of "+w.Function, func() (bool, error) {
 		pods, err := d.versionPods(ctx, w)

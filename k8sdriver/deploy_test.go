@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
-	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -48,7 +49,7 @@ func TestDeploy(t *testing.T) {
 		t.Errorf("applying the same version replaced pods")
 	}
 
-	if ep, err := e.d.Deploy(e.ctx(), workers.Deployment{Workload: w1, Replicas: 0}); err != nil || ep != "" {
+	if ep, err := e.d.Deploy(e.ctx(), driver.Deployment{Workload: w1, Replicas: 0}); err != nil || ep != "" {
 		t.Fatalf("scale to zero = %q, %v", ep, err)
 	}
 	if n := len(running(e.pods(e.ns, map[string]string{resources.LabelFunction: "web"}))); n != 0 {
@@ -147,7 +148,7 @@ func TestDeployCrashLoop(t *testing.T) {
 		return defaultScript(p)
 	})
 	e.logs.set("noload-", Logs{Stderr: "Traceback (most recent call last):\nRuntimeError: cannot load: SAMPLE_SETTING is missing\n"})
-	_, err := e.d.Deploy(e.ctx(), workers.Deployment{Workload: w, Replicas: 1})
+	_, err := e.d.Deploy(e.ctx(), driver.Deployment{Workload: w, Replicas: 1})
 	if domain.ErrorCode(err) != domain.EUNPROCESSABLE || !strings.Contains(domain.ErrorMessage(err), "cannot load: SAMPLE_SETTING is missing") ||
 		!strings.Contains(domain.ErrorMessage(err), "exit code 1") {
 		t.Fatalf("Deploy of a version that exits at load = %v; want EUNPROCESSABLE with its stderr", err)
@@ -171,7 +172,7 @@ func TestDeployRefusedPods(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.Quota = map[string]string{"pods": "1"} }, nil)
 	w := e.mustBuild("big", 1, "q")
-	_, err := e.d.Deploy(e.ctx(), workers.Deployment{Workload: w, Replicas: 3})
+	_, err := e.d.Deploy(e.ctx(), driver.Deployment{Workload: w, Replicas: 3})
 	if domain.ErrorCode(err) != domain.EUNPROCESSABLE || !strings.Contains(domain.ErrorMessage(err), "quota") {
 		t.Fatalf("Deploy over the quota = %v; want EUNPROCESSABLE naming the quota", err)
 	}
@@ -200,7 +201,7 @@ func TestWatchCrashLoops(t *testing.T) {
 	reports := make(chan [2]string, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go e.d.WatchCrashLoops(ctx, 50*time.Millisecond, func(ns, fn string) {
+	go e.d.watchCrashLoops(ctx, 50*time.Millisecond, func(ns, fn string) {
 		if ns == e.ns {
 			reports <- [2]string{ns, fn}
 		}
@@ -218,7 +219,7 @@ func TestWatchCrashLoops(t *testing.T) {
 		t.Fatal("the crash loop was not reported")
 	}
 	e.logs.set("flaky-", Logs{Stderr: "dying on purpose\n"})
-	if _, err := e.d.Deploy(e.ctx(), workers.Deployment{Workload: w, Replicas: 1}); domain.ErrorCode(err) != domain.EUNPROCESSABLE ||
+	if _, err := e.d.Deploy(e.ctx(), driver.Deployment{Workload: w, Replicas: 1}); domain.ErrorCode(err) != domain.EUNPROCESSABLE ||
 		!strings.Contains(domain.ErrorMessage(err), "dying on purpose") {
 		t.Fatalf("Deploy of the crash-looping version = %v; want EUNPROCESSABLE with its stderr", err)
 	}

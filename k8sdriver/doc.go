@@ -1,5 +1,5 @@
 // Package k8sdriver runs functions on Kubernetes; it implements the
-// workers.Driver and workers.Scheduler ports.
+// driver.Driver and driver.Scheduler ports.
 //
 // Layout: the builders are in resources/, the client calls here. The
 // package resources turns a function version into Kubernetes objects with
@@ -27,7 +27,7 @@
 // on cue use its FakeKubeletForTest and a fake LogSource.
 //
 // The runs of a cron trigger's CronJob are not the driver's calls:
-// WatchCronRuns reports each finished one once (claimed by a label on its
+// Watch reports each finished one once (claimed by a label on its
 // Job), for the invocation log.
 //
 // Lifecycle of a run's Job: its event Secret applied (the user's event is
@@ -42,6 +42,6 @@
 // wrapper's variables are runtimes' Env* constants, never literals: both are
 // read by the builders in resources.
 //
-// It may import domain, workers (the port's types), k8sdriver/resources and
-// client-go.
+// It may import domain, driver (the port), runtimes, k8sdriver/resources and
+// client-go: never store, workers, pgx or River.
 package k8sdriver

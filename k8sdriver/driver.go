@@ -5,9 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/resources"
-	"github.com/slessio/sless/workers"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -24,8 +25,8 @@ type Driver struct {
 }
 
 var (
-	_ workers.Driver    = (*Driver)(nil)
-	_ workers.Scheduler = (*Driver)(nil)
+	_ driver.Driver    = (*Driver)(nil)
+	_ driver.Scheduler = (*Driver)(nil)
 )
 
 // The driver's configuration is declared in resources, whose builders read
@@ -100,7 +101,7 @@ func (d *Driver) EnsureNamespace(ctx context.Context, ns string) error {
 }
 
 // prepare makes sure a workload's namespace and environment Secret exist.
-func (d *Driver) prepare(ctx context.Context, w workers.Workload) error {
+func (d *Driver) prepare(ctx context.Context, w driver.Workload) error {
 	if err := validateWorkload(w); err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func (d *Driver) prepare(ctx context.Context, w workers.Workload) error {
 }
 
 // validateWorkload returns EINVALID for a workload that cannot become objects.
-func validateWorkload(w workers.Workload) error {
+func validateWorkload(w driver.Workload) error {
 	if err := domain.ValidateNamespace(w.Namespace); err != nil {
 		return err
 	}

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/store/pgtest"
-	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -105,28 +106,28 @@ func (e *env) ctx() context.Context {
 }
 
 // buildSpec is a version of function fn with code digest seed.
-func (e *env) buildSpec(fn string, version int, seed string) workers.BuildSpec {
+func (e *env) buildSpec(fn string, version int, seed string) driver.BuildSpec {
 	sum := strings.Repeat(hex.EncodeToString([]byte(seed)), 64)[:64]
-	return workers.BuildSpec{Namespace: e.ns, Function: fn, Version: version, Digest: "sha256:" + sum,
+	return driver.BuildSpec{Namespace: e.ns, Function: fn, Version: version, Digest: "sha256:" + sum,
 		ZipKey: "code/" + e.ns + "/" + fn + "/" + sum + "/source.zip", ContextKey: "code/" + e.ns + "/" + fn + "/" + sum + "/context-1.tar.gz",
 		Config: domain.FunctionConfig{Runtime: domain.RuntimePython311, Entrypoint: "handler.handle", MemoryMB: 128, TimeoutSec: 30,
 			EnvVars: map[string]string{"GREETING": "hi " + seed}}}
 }
 
 // mustBuild builds a version and returns its workload.
-func (e *env) mustBuild(fn string, version int, seed string) workers.Workload {
+func (e *env) mustBuild(fn string, version int, seed string) driver.Workload {
 	e.t.Helper()
 	b := e.buildSpec(fn, version, seed)
 	res, err := e.d.Build(e.ctx(), b)
 	if err != nil || res.Failed || res.Image == "" {
 		e.t.Fatalf("Build %s v%d = %+v, %v", fn, version, res, err)
 	}
-	return workers.Workload{Namespace: e.ns, Function: fn, Version: version, Image: res.Image, Config: b.Config}
+	return driver.Workload{Namespace: e.ns, Function: fn, Version: version, Image: res.Image, Config: b.Config}
 }
 
-func (e *env) mustDeploy(w workers.Workload, replicas int) string {
+func (e *env) mustDeploy(w driver.Workload, replicas int) string {
 	e.t.Helper()
-	ep, err := e.d.Deploy(e.ctx(), workers.Deployment{Workload: w, Replicas: replicas})
+	ep, err := e.d.Deploy(e.ctx(), driver.Deployment{Workload: w, Replicas: replicas})
 	if err != nil {
 		e.t.Fatalf("Deploy %s v%d x%d: %v", w.Function, w.Version, replicas, err)
 	}

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/testcluster"
-	"github.com/slessio/sless/workers"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,13 +72,13 @@ func TestControlPlaneRole(t *testing.T) {
 	e := setup(t, func(cfg *Config) { cfg.Endpoint = EndpointSlices }, cp)
 	w := e.mustBuild("guarded", 1, "rbac")
 	e.mustDeploy(w, 1)
-	if _, err := e.d.Deploy(ctx, workers.Deployment{Workload: w, Replicas: 0}); err != nil {
+	if _, err := e.d.Deploy(ctx, driver.Deployment{Workload: w, Replicas: 0}); err != nil {
 		t.Fatalf("scale to zero: %v", err)
 	}
-	if res, err := e.d.Run(ctx, workers.RunSpec{Workload: w, Name: "once", RunID: 1, Event: json.RawMessage(`{}`)}); err != nil || res.ExitCode != 0 {
+	if res, err := e.d.Run(ctx, driver.RunSpec{Workload: w, Name: "once", RunID: 1, Event: json.RawMessage(`{}`)}); err != nil || res.ExitCode != 0 {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
-	cron := workers.CronSpec{Workload: w, Trigger: "hourly", Schedule: "@hourly", Enabled: true}
+	cron := driver.CronSpec{Workload: w, Trigger: "hourly", Schedule: "@hourly", Enabled: true}
 	if err := e.d.ApplySchedule(ctx, cron); err != nil {
 		t.Fatalf("ApplySchedule: %v", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/k8sdriver/testcluster"
@@ -16,7 +18,6 @@ import (
 	"github.com/slessio/sless/runtimes/runtimestest"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/ziptest"
-	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -33,14 +34,14 @@ func TestCronJobRunsAreReportedOnce(t *testing.T) {
 		"handler.py": "def handle(event):\n    print('tick', event['trigger'])\n    return {'trigger': event['trigger']}\n"})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := d.ApplySchedule(ctx, workers.CronSpec{Workload: w, Trigger: "every-minute", Schedule: "* * * * *", Enabled: true}); err != nil {
+	if err := d.ApplySchedule(ctx, driver.CronSpec{Workload: w, Trigger: "every-minute", Schedule: "* * * * *", Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	reports := make(chan workers.CronRun, 10)
+	reports := make(chan driver.CronRun, 10)
 	for range 2 { // two control planes
-		go d.WatchCronRuns(ctx, 300*time.Millisecond, func(r workers.CronRun) { reports <- r })
+		go d.watchCronRuns(ctx, 300*time.Millisecond, func(r driver.CronRun) { reports <- r })
 	}
-	var r workers.CronRun
+	var r driver.CronRun
 	select {
 	case r = <-reports:
 	case <-ctx.Done():
@@ -74,14 +75,14 @@ func realTenantNamespace(t testing.TB, c *testcluster.Cluster) string {
 
 // buildOnNode uploads a Python function's files as the API does and builds
 // version 1 with the driver; the build must succeed.
-func buildOnNode(t *testing.T, d *Driver, code *codestore.Store, ns, fn string, files map[string]string) workers.Workload {
+func buildOnNode(t *testing.T, d *Driver, code *codestore.Store, ns, fn string, files map[string]string) driver.Workload {
 	t.Helper()
 	return buildWith(t, d, code, ns, fn, 1, domain.RuntimePython311, files)
 }
 
 // buildWith uploads a function's files as the API does and builds the
 // version with driver d (either driver); the build must succeed.
-func buildWith(t testing.TB, d workers.Driver, code *codestore.Store, ns, fn string, version int, rt domain.Runtime, files map[string]string) workers.Workload {
+func buildWith(t testing.TB, d driver.Driver, code *codestore.Store, ns, fn string, version int, rt domain.Runtime, files map[string]string) driver.Workload {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -96,11 +97,11 @@ func buildWith(t testing.TB, d workers.Driver, code *codestore.Store, ns, fn str
 		t.Fatal(err)
 	}
 	cfg := domain.FunctionConfig{Runtime: rt, Entrypoint: domain.DefaultEntrypoint(rt), MemoryMB: 128, TimeoutSec: 30}
-	res, err := d.Build(ctx, workers.BuildSpec{Namespace: ns, Function: fn, Version: version, Digest: obj.Digest, ZipKey: obj.ZipKey, ContextKey: obj.ContextKey, Config: cfg, Code: code})
+	res, err := d.Build(ctx, driver.BuildSpec{Namespace: ns, Function: fn, Version: version, Digest: obj.Digest, ZipKey: obj.ZipKey, ContextKey: obj.ContextKey, Config: cfg, Code: code})
 	if err != nil || res.Failed {
 		t.Fatalf("build: %+v, %v", res, err)
 	}
-	return workers.Workload{Namespace: ns, Function: fn, Version: version, Image: res.Image, Config: cfg}
+	return driver.Workload{Namespace: ns, Function: fn, Version: version, Image: res.Image, Config: cfg}
 }
 
 // TestPythonDependenciesOnTheNode: a function whose requirements.txt names
@@ -119,7 +120,7 @@ func TestPythonDependenciesOnTheNode(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := d.Run(ctx, workers.RunSpec{Workload: w, Name: "deps-1", RunID: 1, Event: []byte(`{}`)})
+	res, err := d.Run(ctx, driver.RunSpec{Workload: w, Name: "deps-1", RunID: 1, Event: []byte(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

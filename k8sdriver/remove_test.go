@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
-	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -21,7 +22,7 @@ func TestRemove(t *testing.T) {
 	e := setup(t, nil, nil)
 	w := e.mustBuild("gone", 1, "g")
 	e.mustDeploy(w, 2)
-	if err := e.d.ApplySchedule(e.ctx(), workers.CronSpec{Workload: w, Trigger: "nightly", Schedule: "@daily", Enabled: true}); err != nil {
+	if err := e.d.ApplySchedule(e.ctx(), driver.CronSpec{Workload: w, Trigger: "nightly", Schedule: "@daily", Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	e.setScript(func(p *corev1.Pod) testcluster.Outcome {
@@ -30,8 +31,8 @@ func TestRemove(t *testing.T) {
 		}
 		return defaultScript(p)
 	})
-	runDone := make(chan workers.RunResult, 1)
-	run := workers.RunSpec{Workload: w, Name: "long", RunID: 1, Event: json.RawMessage(`{"long":true}`)}
+	runDone := make(chan driver.RunResult, 1)
+	run := driver.RunSpec{Workload: w, Name: "long", RunID: 1, Event: json.RawMessage(`{"long":true}`)}
 	go func() {
 		res, err := e.d.Run(context.Background(), run)
 		if err != nil {

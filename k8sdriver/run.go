@@ -3,9 +3,10 @@ package k8sdriver
 import (
 	"context"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/resources"
-	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -27,9 +28,9 @@ const (
 // failure, a timeout (exit 124) or a deleted Job (exit 137) is a result;
 // errors are EINVALID for a bad spec, EUNAVAILABLE when ctx ends first, or
 // the mapped API error.
-func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
+func (d *Driver) Run(ctx context.Context, r driver.RunSpec) (driver.RunResult, error) {
 	if err := d.prepare(ctx, r.Workload); err != nil {
-		return workers.RunResult{}, err
+		return driver.RunResult{}, err
 	}
 	job := resources.RunJob(d.cfg, r)
 	name := *job.Name
@@ -41,28 +42,28 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 		return mapErr("apply event secret "+name, err)
 	})
 	if err != nil {
-		return workers.RunResult{}, err
+		return driver.RunResult{}, err
 	}
 	// The whole Secret again, with the owner: an apply of the owner
 	// alone would drop the data from our field set, which the Secret's
 	// immutability forbids.
 	if _, err := secrets.Apply(ctx, resources.EventSecret(r).WithOwnerReferences(resources.JobOwner(started)), applyOpts); err != nil {
-		return workers.RunResult{}, mapErr("set owner of event secret "+name, err)
+		return driver.RunResult{}, mapErr("set owner of event secret "+name, err)
 	}
 	out, err := d.waitJob(ctx, r.Namespace, name)
 	if err != nil {
-		return workers.RunResult{}, err
+		return driver.RunResult{}, err
 	}
 	if out.deleted {
-		return workers.RunResult{ExitCode: exitKilled, Stderr: "the job was deleted before it finished"}, nil
+		return driver.RunResult{ExitCode: exitKilled, Stderr: "the job was deleted before it finished"}, nil
 	}
 	pod, err := d.lastPod(ctx, r.Namespace, resources.LabelJob, name)
 	if err != nil {
-		return workers.RunResult{}, err
+		return driver.RunResult{}, err
 	}
 	res := d.result(ctx, r.Namespace, pod, out)
 	if err := d.expireJob(ctx, r.Namespace, name); err != nil {
-		return workers.RunResult{}, err
+		return driver.RunResult{}, err
 	}
 	return res, nil
 }
@@ -70,8 +71,8 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 // result reads a finished run's result from its pod: the container's exit
 // code (a timeout for a Job past its deadline, a kill for a pod gone
 // without a status) and its output.
-func (d *Driver) result(ctx context.Context, ns string, pod *corev1.Pod, out jobOutcome) workers.RunResult {
-	res := workers.RunResult{}
+func (d *Driver) result(ctx context.Context, ns string, pod *corev1.Pod, out jobOutcome) driver.RunResult {
+	res := driver.RunResult{}
 	if t := terminated(pod, resources.ContainerName); t != nil {
 		res.ExitCode = int(t.ExitCode)
 	} else if out.failed {

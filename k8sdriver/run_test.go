@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
-	"github.com/slessio/sless/workers"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +24,7 @@ func TestRun(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil, nil)
 	w := e.mustBuild("report", 1, "r")
-	spec := workers.RunSpec{Workload: w, Name: "job-report", RunID: 7, Event: json.RawMessage(`{"n":7}`)}
+	spec := driver.RunSpec{Workload: w, Name: "job-report", RunID: 7, Event: json.RawMessage(`{"n":7}`)}
 	name := resources.RunJobName(spec)
 	e.logs.set(name, Logs{Stdout: "hello from python\n{\"n\": 7}\n", Stderr: "a warning\n"})
 	res, err := e.d.Run(e.ctx(), spec)
@@ -101,7 +102,7 @@ func TestRunEventSecretGoesWithTheJob(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.FinishedJobTTL = 2 * time.Second }, nil)
 	w := e.mustBuild("brief", 1, "b")
-	spec := workers.RunSpec{Workload: w, Name: "job-brief", RunID: 3}
+	spec := driver.RunSpec{Workload: w, Name: "job-brief", RunID: 3}
 	name := resources.RunJobName(spec)
 	// A Job without an owned Secret, as a Run that stopped after creating the Job leaves it.
 	if err := e.d.EnsureNamespace(e.ctx(), e.ns); err != nil {
@@ -153,7 +154,7 @@ func TestRunFailure(t *testing.T) {
 		}
 		return defaultScript(p)
 	})
-	spec := workers.RunSpec{Workload: w, Name: "job-fails", RunID: 1}
+	spec := driver.RunSpec{Workload: w, Name: "job-fails", RunID: 1}
 	e.logs.set(resources.RunJobName(spec), Logs{Stderr: "Traceback (most recent call last):\nValueError: bad input: 5\n"})
 	res, err := e.d.Run(e.ctx(), spec)
 	if err != nil || res.ExitCode != 1 || res.TimedOut || !strings.Contains(res.Stderr, "ValueError: bad input: 5") {
@@ -177,12 +178,12 @@ func TestRunTimeout(t *testing.T) {
 		}
 		return defaultScript(p)
 	})
-	res, err := e.d.Run(e.ctx(), workers.RunSpec{Workload: w, Name: "wrapper", RunID: 1})
+	res, err := e.d.Run(e.ctx(), driver.RunSpec{Workload: w, Name: "wrapper", RunID: 1})
 	if err != nil || res.ExitCode != 124 || !res.TimedOut {
 		t.Fatalf("Run with the wrapper's timeout = %+v, %v", res, err)
 	}
 	started := time.Now()
-	res, err = e.d.Run(e.ctx(), workers.RunSpec{Workload: w, Name: "deadline", RunID: 1})
+	res, err = e.d.Run(e.ctx(), driver.RunSpec{Workload: w, Name: "deadline", RunID: 1})
 	if err != nil || res.ExitCode != 124 || !res.TimedOut {
 		t.Fatalf("Run past the Job's deadline = %+v, %v", res, err)
 	}

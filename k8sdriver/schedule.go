@@ -3,9 +3,10 @@ package k8sdriver
 import (
 	"context"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/k8sdriver/resources"
-	"github.com/slessio/sless/workers"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -13,7 +14,7 @@ import (
 // ApplySchedule creates or updates the CronJob of a cron trigger; a disabled
 // trigger's CronJob is suspended. It returns EINVALID for a bad spec or
 // schedule and the mapped API error otherwise.
-func (d *Driver) ApplySchedule(ctx context.Context, c workers.CronSpec) error {
+func (d *Driver) ApplySchedule(ctx context.Context, c driver.CronSpec) error {
 	if err := domain.ValidateName("trigger", c.Trigger); err != nil {
 		return err
 	}

@@ -6,10 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox"
-	"github.com/slessio/sless/workers"
 )
 
 // benchSamples are minimal functions per runtime.
@@ -37,11 +38,11 @@ func BenchmarkColdStart(b *testing.B) {
 			w := e.mustBuild(b, ns, "cold-"+path.Dir(name), 1, s.cfg, s.files)
 			ctx := context.Background()
 			for b.Loop() {
-				if _, err := e.d.Deploy(ctx, workers.Deployment{Workload: w, Replicas: 1}); err != nil {
+				if _, err := e.d.Deploy(ctx, driver.Deployment{Workload: w, Replicas: 1}); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
-				if _, err := e.d.Deploy(ctx, workers.Deployment{Workload: w}); err != nil {
+				if _, err := e.d.Deploy(ctx, driver.Deployment{Workload: w}); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
@@ -61,7 +62,7 @@ func BenchmarkJob(b *testing.B) {
 			s := benchSamples[path.Dir(name)]
 			w := e.mustBuild(b, ns, "job-"+path.Dir(name), 1, s.cfg, s.files)
 			for b.Loop() {
-				res, err := e.d.Run(context.Background(), workers.RunSpec{Workload: w})
+				res, err := e.d.Run(context.Background(), driver.RunSpec{Workload: w})
 				if err != nil || res.ExitCode != 0 {
 					b.Fatalf("run: %v %+v", err, res)
 				}

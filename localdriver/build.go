@@ -9,9 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/runtimes"
-	"github.com/slessio/sless/workers"
 )
 
 // manifestFile marks a finished build in its version directory: a build
@@ -49,25 +50,25 @@ const maxZipBytes = 64 << 20
 // only when the build succeeded, so building a built version again returns
 // the same Image and Log at once. Failures of the user's code are a result
 // with Failed set; errors are EINVALID (bad names), EUNAVAILABLE (code store,
-// tools, ctx, shutdown, a full disk: workers.DiskFullMessage) or EINTERNAL
+// tools, ctx, shutdown, a full disk: driver.DiskFullMessage) or EINTERNAL
 // (other disk errors); none names a path of the host (hostError).
-func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
+func (d *Driver) Build(ctx context.Context, b driver.BuildSpec) (driver.BuildResult, error) {
 	k, err := checkKey(b.Namespace, b.Function)
 	if err != nil {
-		return workers.BuildResult{}, err
+		return driver.BuildResult{}, err
 	}
 	if b.Version <= 0 {
-		return workers.BuildResult{}, domain.Errorf(domain.EINVALID, "build %s: version must be positive, got %d", k, b.Version)
+		return driver.BuildResult{}, domain.Errorf(domain.EINVALID, "build %s: version must be positive, got %d", k, b.Version)
 	}
 	if _, err := d.function(k); err != nil { // refuses after Close
-		return workers.BuildResult{}, err
+		return driver.BuildResult{}, err
 	}
 	dir := d.versionDir(k, b.Version)
 	defer d.lockBuild(dir)()
 	image := imageName(k, b.Version)
 
 	if m, err := readManifest(dir); err == nil && m.Digest == b.Digest && m.Runtime == string(b.Config.Runtime) && m.Entrypoint == b.Config.Entrypoint {
-		return workers.BuildResult{Image: image, Log: m.Log}, nil
+		return driver.BuildResult{Image: image, Log: m.Log}, nil
 	}
 	rt, err := runtimes.Lookup(string(b.Config.Runtime))
 	if err != nil {
@@ -75,10 +76,10 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 	}
 	zipData, err := fetch(ctx, b.Code, b.ZipKey)
 	if err != nil {
-		return workers.BuildResult{}, err
+		return driver.BuildResult{}, err
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return workers.BuildResult{}, d.hostError("create the function's build folder", err)
+		return driver.BuildResult{}, d.hostError("create the function's build folder", err)
 	}
 	// A crash in an earlier attempt may have left a partial directory behind.
 	stale, _ := filepath.Glob(dir + ".tmp-*")
@@ -87,7 +88,7 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".tmp-")
 	if err != nil {
-		return workers.BuildResult{}, d.hostError("create the build directory", err)
+		return driver.BuildResult{}, d.hostError("create the build directory", err)
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
 
@@ -95,21 +96,21 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 		if domain.ErrorCode(err) == domain.EINVALID {
 			return failed("", domain.ErrorMessage(err)), nil
 		}
-		return workers.BuildResult{}, d.hostError("unpack the code", err)
+		return driver.BuildResult{}, d.hostError("unpack the code", err)
 	}
 	if err := rt.Install(tmp, b.Config.Entrypoint); err != nil {
 		if code := domain.ErrorCode(err); code == domain.EINVALID || code == domain.EUNPROCESSABLE {
 			return failed("", domain.ErrorMessage(err)), nil
 		}
-		return workers.BuildResult{}, d.hostError("install the "+rt.Name()+" runtime", err)
+		return driver.BuildResult{}, d.hostError("install the "+rt.Name()+" runtime", err)
 	}
 	start := time.Now()
 	// The tenant's build steps run as its uid, on a directory it owns; then
 	// the platform takes the directory back, read-only to the tenant.
 	if err := d.handOver(k, tmp); err != nil {
-		return workers.BuildResult{}, d.hostError("hand the build directory over", err)
+		return driver.BuildResult{}, d.hostError("hand the build directory over", err)
 	}
-	env := processEnv(workers.Workload{Config: b.Config})
+	env := processEnv(driver.Workload{Config: b.Config})
 	opts := d.buildOptions(k, tmp, env, b.Progress)
 	log, err := rt.Build(ctx, tmp, opts)
 	if err == nil {
@@ -121,10 +122,10 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 		if domain.ErrorCode(err) == domain.EUNPROCESSABLE {
 			return failed(log, domain.ErrorMessage(err)), nil
 		}
-		return workers.BuildResult{}, d.hostError("build", err)
+		return driver.BuildResult{}, d.hostError("build", err)
 	}
 	if err := d.takeBack(tmp); err != nil {
-		return workers.BuildResult{}, d.hostError("take the build directory back", err)
+		return driver.BuildResult{}, d.hostError("take the build directory back", err)
 	}
 	d.opts.Logger.Info("localdriver: built", "function", k.String(), "version", b.Version,
 		"runtime", rt.Name(), "duration", time.Since(start).Round(time.Millisecond))
@@ -132,32 +133,32 @@ func (d *Driver) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildR
 	m := manifest{Runtime: rt.Name(), Entrypoint: b.Config.Entrypoint, Digest: b.Digest, Log: log, BuiltAt: time.Now().UTC()}
 	data, err := json.Marshal(m)
 	if err != nil {
-		return workers.BuildResult{}, fmt.Errorf("encode build manifest: %w", err)
+		return driver.BuildResult{}, fmt.Errorf("encode build manifest: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, manifestFile), data, 0o644); err != nil {
-		return workers.BuildResult{}, d.hostError("write the build manifest", err)
+		return driver.BuildResult{}, d.hostError("write the build manifest", err)
 	}
 	// An older directory for this version (other code under a reused
 	// function name) is replaced.
 	if err := os.RemoveAll(dir); err != nil {
-		return workers.BuildResult{}, d.hostError("remove the old build", err)
+		return driver.BuildResult{}, d.hostError("remove the old build", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		return workers.BuildResult{}, d.hostError("move the build into place", err)
+		return driver.BuildResult{}, d.hostError("move the build into place", err)
 	}
-	return workers.BuildResult{Image: image, Log: log}, nil
+	return driver.BuildResult{Image: image, Log: log}, nil
 }
 
-func failed(log, message string) workers.BuildResult {
+func failed(log, message string) driver.BuildResult {
 	if log == "" {
 		log = message
 	}
-	return workers.BuildResult{Failed: true, Message: message, Log: log}
+	return driver.BuildResult{Failed: true, Message: message, Log: log}
 }
 
 // fetch reads a stored zip; a missing object or an unreachable store is
 // EUNAVAILABLE (the worker retries), as is a nil fetcher.
-func fetch(ctx context.Context, code workers.CodeFetcher, key string) ([]byte, error) {
+func fetch(ctx context.Context, code driver.CodeFetcher, key string) ([]byte, error) {
 	if code == nil {
 		return nil, domain.Errorf(domain.EUNAVAILABLE, "build: no code store to read %s from", key)
 	}

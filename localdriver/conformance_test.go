@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
+	"github.com/slessio/sless/driver/drivertest"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
-	"github.com/slessio/sless/workers/drivertest"
 )
 
 // TestConformance runs the driver suite against the local driver with real
@@ -39,9 +41,6 @@ func newDriver(t *testing.T, opts localdriver.Options) (*localdriver.Driver, str
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
-	if opts.OnFailure == nil {
-		opts.OnFailure = failures.Record
-	}
 	if opts.Logger == nil {
 		opts.Logger = discard
 	}
@@ -58,7 +57,10 @@ func newDriver(t *testing.T, opts localdriver.Options) (*localdriver.Driver, str
 	if err != nil {
 		t.Fatal(err)
 	}
+	watch, stopWatch := context.WithCancel(context.Background())
+	go d.Watch(watch, driver.Reports{Crashed: failures.Record})
 	t.Cleanup(func() {
+		stopWatch()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := d.Close(ctx); err != nil {

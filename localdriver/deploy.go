@@ -5,8 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/workers"
 )
 
 // function is the HTTP workload of one function: the instance serving it and
@@ -35,13 +36,13 @@ type function struct {
 //
 // A version that exits before it is healthy, or does not get healthy within
 // Options.StartTimeout, is EUNPROCESSABLE with the last lines of its stderr;
-// so is the same version after it crash-looped (see Options.OnFailure), until
+// so is the same version after it crash-looped (see Driver.Watch), until
 // the function is scaled to zero or another version is deployed. Replicas 0
 // stops every process of the function (SIGTERM to its process group, SIGKILL
 // after Options.StopGrace) and returns "". Other errors: EINVALID (names,
 // image), EUNAVAILABLE (ctx, shutdown), and those of runnableDir: a version
 // built by another control plane is built here first.
-func (d *Driver) Deploy(ctx context.Context, dep workers.Deployment) (string, error) {
+func (d *Driver) Deploy(ctx context.Context, dep driver.Deployment) (string, error) {
 	k, err := checkKey(dep.Namespace, dep.Function)
 	if err != nil {
 		return "", err

@@ -1,11 +1,12 @@
 // Package localdriver is the embedded default driver of `sless dev` and the
 // tests: it builds versions into a data directory and runs functions as
 // supervised processes on this machine (HTTP servers on Unix sockets,
-// one-shot job runs), each in its tenant's sandbox (package sandbox). It implements the workers.Driver port and passes the
-// workers/drivertest conformance suite. It has no Scheduler: the workers'
+// one-shot job runs), each in its tenant's sandbox (package sandbox). It implements the driver.Driver port and passes the
+// driver/drivertest conformance suite. It has no Scheduler: the workers'
 // leader-only cron enqueuer fires cron slots through Run.
 //
-// It may import domain, runtimes and workers (for the port's types).
+// It may import domain, driver (the port) and runtimes: never store, workers,
+// pgx or River.
 //
 // # Builds
 //
@@ -22,7 +23,7 @@
 // one built (two replicas on one database) builds it first from the stored
 // code, through its BuildSource (pull.go), as a node pulls an image it lacks.
 // Build errors name no path of the host: a full disk is EUNAVAILABLE
-// workers.DiskFullMessage, which the build worker retries and shows.
+// driver.DiskFullMessage, which the build worker retries and shows.
 // A Python function's requirements.txt is installed by pip inside the
 // build's sandbox into the version's python-deps folder (runtimes). What
 // differs between runtimes (memory knob, SLESS_ENTRYPOINT or a compiled-in
@@ -43,7 +44,7 @@
 //	   │                    │                  │
 //	   │ exit/timeout       │ stop             │ N exits within the window
 //	   ▼                    ▼                  ▼
-//	Deploy fails         stopped           crash-looped: OnFailure(ns, fn);
+//	Deploy fails         stopped           crash-looped: Reports.Crashed(ns, fn);
 //	(EUNPROCESSABLE,                       Deploy of this version fails
 //	 its stderr)                           (EUNPROCESSABLE, last stderr lines)
 //

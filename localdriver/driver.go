@@ -11,12 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/localdriver/sandbox"
-	"github.com/slessio/sless/workers"
 )
 
-var _ workers.Driver = (*Driver)(nil)
+var _ driver.Driver = (*Driver)(nil)
 
 // Defaults of Options.
 const (
@@ -33,12 +34,6 @@ const (
 type Options struct {
 	// Dir is the data directory; builds go to Dir/builds/<ns>/<fn>/v<N>/. Required.
 	Dir string
-	// OnFailure is called with a function's namespace and name when its
-	// running version crash-loops after a successful Deploy, so that the
-	// caller can roll it out again (the next Deploy of that version then
-	// returns EUNPROCESSABLE). It is called from the goroutine that
-	// supervised the process and must not block for long. May be nil.
-	OnFailure func(namespace, function string)
 	// Sandbox runs every process of user code (servers, jobs, build steps).
 	// nil makes a bubblewrap sandbox keeping its state in Dir/sandbox, and New
 	// fails when none can be made here; pass one made with
@@ -48,7 +43,7 @@ type Options struct {
 	// run but has no build of (another control plane built it): Deploy and
 	// Run build it here first. Nil until UseBuildSource sets one (New of
 	// the workers does); without one such a version is EUNPROCESSABLE.
-	Source workers.BuildSource
+	Source driver.BuildSource
 	// Logger receives lifecycle events and the output a function process
 	// prints outside of requests; nil means slog.Default().
 	Logger *slog.Logger
@@ -72,7 +67,7 @@ type Options struct {
 	RestartBackoff    time.Duration
 	MaxRestartBackoff time.Duration
 	// CrashLoopRestarts crashes within CrashLoopWindow make a crash loop: the
-	// process is not restarted again and OnFailure is called (5 in 2 min).
+	// process is not restarted again and Reports.Crashed is called (5 in 2 min).
 	CrashLoopRestarts int
 	CrashLoopWindow   time.Duration
 }
@@ -115,7 +110,31 @@ type Driver struct {
 	endpoints map[string]*instance // of started instances, until stopped
 	jobs      map[*job]struct{}
 	buildLock map[string]*sync.Mutex // per build directory
-	source    workers.BuildSource    // where missing builds come from (pull.go); may be nil
+	source    driver.BuildSource     // where missing builds come from (pull.go); may be nil
+	reports   driver.Reports         // set by Watch while it runs
+}
+
+// Watch implements driver.Driver: crash loops are reported while it runs.
+// Every process of the driver is its own child, so there is nothing to poll:
+// the supervisor of an instance reports its crash loop when it gives up.
+func (d *Driver) Watch(ctx context.Context, r driver.Reports) {
+	d.mu.Lock()
+	d.reports = r
+	d.mu.Unlock()
+	<-ctx.Done()
+	d.mu.Lock()
+	d.reports = driver.Reports{}
+	d.mu.Unlock()
+}
+
+// crashed reports a crash loop to Watch's caller, if any.
+func (d *Driver) crashed(namespace, function string) {
+	d.mu.Lock()
+	report := d.reports.Crashed
+	d.mu.Unlock()
+	if report != nil {
+		report(namespace, function)
+	}
 }
 
 // fnKey names a function across namespaces.
@@ -336,7 +355,7 @@ func checkKey(ns, fn string) (fnKey, error) {
 // belong to the same function; EINVALID otherwise, a *missingBuild when the
 // build is not on disk (runnableDir builds it), EINTERNAL when its manifest
 // cannot be read. No message names a path of the host.
-func (d *Driver) buildDir(w workers.Workload) (fnKey, string, error) {
+func (d *Driver) buildDir(w driver.Workload) (fnKey, string, error) {
 	k, err := checkKey(w.Namespace, w.Function)
 	if err != nil {
 		return fnKey{}, "", err

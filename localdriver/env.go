@@ -3,9 +3,10 @@ package localdriver
 import (
 	"slices"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/runtimes"
-	"github.com/slessio/sless/workers"
 )
 
 // memoryAllowanceMB is added to memory_mb for RLIMIT_DATA: what the runtimes
@@ -20,7 +21,7 @@ const memoryAllowanceMB = 256
 // none, RLIMIT_DATA from limitMemory is its only limit), SLESS_ENTRYPOINT
 // unless the runtime compiles it in, then the platform's variables, which win
 // over a function variable of the same name.
-func processEnv(w workers.Workload, platform ...string) []string {
+func processEnv(w driver.Workload, platform ...string) []string {
 	cfg := w.Config
 	env := make([]string, 0, len(cfg.EnvVars)+len(platform)+2)
 	for name, value := range cfg.EnvVars {

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/ziptest"
-	"github.com/slessio/sless/workers"
 )
 
 // fileCode is a CodeFetcher over a directory: object keys are file names.
@@ -58,20 +59,20 @@ func (e env) put(t testing.TB, ns, fn string, zipData []byte) codestore.Object {
 }
 
 // build stores files and builds them as version of ns/fn.
-func (e env) build(t testing.TB, ns, fn string, version int, cfg domain.FunctionConfig, files map[string]string) (workers.Workload, workers.BuildResult) {
+func (e env) build(t testing.TB, ns, fn string, version int, cfg domain.FunctionConfig, files map[string]string) (driver.Workload, driver.BuildResult) {
 	t.Helper()
 	obj := e.put(t, ns, fn, ziptest.Files(t, files))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := e.d.Build(ctx, workers.BuildSpec{Namespace: ns, Function: fn, Version: version, Digest: obj.Digest,
+	res, err := e.d.Build(ctx, driver.BuildSpec{Namespace: ns, Function: fn, Version: version, Digest: obj.Digest,
 		ZipKey: obj.ZipKey, ContextKey: obj.ContextKey, Config: cfg, Code: e.store})
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
-	return workers.Workload{Namespace: ns, Function: fn, Version: version, Image: res.Image, Config: cfg}, res
+	return driver.Workload{Namespace: ns, Function: fn, Version: version, Image: res.Image, Config: cfg}, res
 }
 
-func (e env) mustBuild(t testing.TB, ns, fn string, version int, cfg domain.FunctionConfig, files map[string]string) workers.Workload {
+func (e env) mustBuild(t testing.TB, ns, fn string, version int, cfg domain.FunctionConfig, files map[string]string) driver.Workload {
 	t.Helper()
 	w, res := e.build(t, ns, fn, version, cfg, files)
 	if res.Failed {
@@ -80,18 +81,18 @@ func (e env) mustBuild(t testing.TB, ns, fn string, version int, cfg domain.Func
 	return w
 }
 
-func (e env) mustDeploy(t *testing.T, w workers.Workload) string {
+func (e env) mustDeploy(t *testing.T, w driver.Workload) string {
 	t.Helper()
-	ep, err := e.d.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 1})
+	ep, err := e.d.Deploy(context.Background(), driver.Deployment{Workload: w, Replicas: 1})
 	if err != nil {
 		t.Fatalf("Deploy: %v", err)
 	}
 	return ep
 }
 
-func (e env) run(t *testing.T, w workers.Workload, event string) workers.RunResult {
+func (e env) run(t *testing.T, w driver.Workload, event string) driver.RunResult {
 	t.Helper()
-	res, err := e.d.Run(context.Background(), workers.RunSpec{Workload: w, Name: "job", RunID: 1, Event: json.RawMessage(event)})
+	res, err := e.d.Run(context.Background(), driver.RunSpec{Workload: w, Name: "job", RunID: 1, Event: json.RawMessage(event)})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

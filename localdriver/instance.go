@@ -11,10 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/localdriver/sandbox"
 	"github.com/slessio/sless/runtimes"
-	"github.com/slessio/sless/workers"
 )
 
 // healthPath is what a function process answers 200 on once its code is loaded.
@@ -57,7 +58,7 @@ type instance struct {
 // startInstance starts the server process of a version and waits until it
 // is healthy. A version that exits or never gets healthy is EUNPROCESSABLE
 // with its stderr; ctx ending first is EUNAVAILABLE.
-func (d *Driver) startInstance(ctx context.Context, k fnKey, w workers.Workload, dir string) (*instance, error) {
+func (d *Driver) startInstance(ctx context.Context, k fnKey, w driver.Workload, dir string) (*instance, error) {
 	rt, err := runtimes.Lookup(string(w.Config.Runtime))
 	if err != nil {
 		return nil, err
@@ -223,7 +224,7 @@ func (in *instance) exitDesc(p *proc) string {
 
 // supervise waits for the process to exit and restarts it with exponential
 // backoff, until it is stopped or crashes CrashLoopRestarts times within
-// CrashLoopWindow: then it records the failure and calls OnFailure.
+// CrashLoopWindow: then it records the failure and reports it (Reports.Crashed).
 func (in *instance) supervise(p *proc) {
 	defer close(in.done)
 	o := in.d.opts
@@ -286,9 +287,7 @@ func (in *instance) crashLoop(crashes int, lastExit string) {
 	in.failure = msg
 	in.mu.Unlock()
 	in.log.Error("localdriver: function is crash-looping; not restarting it", "exit", lastExit)
-	if o.OnFailure != nil {
-		o.OnFailure(in.key.ns, in.key.fn)
-	}
+	in.d.crashed(in.key.ns, in.key.fn)
 }
 
 // failed returns the crash-loop message, "" if it did not crash-loop.

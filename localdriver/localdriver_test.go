@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/runtimes/runtimestest"
 	"github.com/slessio/sless/store/codestore/ziptest"
-	"github.com/slessio/sless/workers"
 )
 
 const ns = "sless-0123456789abcdef"
@@ -118,7 +119,7 @@ func TestBuildRefusesEscapingPaths(t *testing.T) {
 	for i, name := range []string{"../escaped.py", "/abs/escaped.py", `..\escaped.py`} {
 		zipData := ziptest.Files(t, map[string]string{"handler.py": pyHello["handler.py"], name: "x"})
 		obj := e.put(t, ns, "hostile", zipData)
-		res, err := e.d.Build(context.Background(), workers.BuildSpec{Namespace: ns, Function: "hostile", Version: i + 1,
+		res, err := e.d.Build(context.Background(), driver.BuildSpec{Namespace: ns, Function: "hostile", Version: i + 1,
 			Digest: obj.Digest + name, ZipKey: obj.ZipKey, Config: pyConfig(nil), Code: e.store})
 		if err != nil || !res.Failed || !strings.Contains(res.Message, "zip entry") {
 			t.Errorf("build of a zip with %q = %+v, %v; want a failed build", name, res, err)
@@ -155,19 +156,19 @@ func TestDeployErrors(t *testing.T) {
 	w := e.mustBuild(t, ns, "errs", 1, pyConfig(nil), pyHello)
 	cases := []struct {
 		name string
-		w    workers.Workload
+		w    driver.Workload
 		code string
 	}{
-		{"image of another function", workers.Workload{Namespace: ns, Function: "other", Version: 1, Image: w.Image, Config: w.Config}, domain.EINVALID},
-		{"foreign image", workers.Workload{Namespace: ns, Function: "errs", Version: 1, Image: "docker.io/library/python:3.11", Config: w.Config}, domain.EINVALID},
-		{"version not built", workers.Workload{Namespace: ns, Function: "errs", Version: 2, Config: w.Config}, domain.EUNPROCESSABLE},
-		{"bad namespace", workers.Workload{Namespace: "../etc", Function: "errs", Version: 1, Config: w.Config}, domain.EINVALID},
+		{"image of another function", driver.Workload{Namespace: ns, Function: "other", Version: 1, Image: w.Image, Config: w.Config}, domain.EINVALID},
+		{"foreign image", driver.Workload{Namespace: ns, Function: "errs", Version: 1, Image: "docker.io/library/python:3.11", Config: w.Config}, domain.EINVALID},
+		{"version not built", driver.Workload{Namespace: ns, Function: "errs", Version: 2, Config: w.Config}, domain.EUNPROCESSABLE},
+		{"bad namespace", driver.Workload{Namespace: "../etc", Function: "errs", Version: 1, Config: w.Config}, domain.EINVALID},
 	}
 	for _, c := range cases {
-		if _, err := e.d.Deploy(context.Background(), workers.Deployment{Workload: c.w, Replicas: 1}); domain.ErrorCode(err) != c.code {
+		if _, err := e.d.Deploy(context.Background(), driver.Deployment{Workload: c.w, Replicas: 1}); domain.ErrorCode(err) != c.code {
 			t.Errorf("Deploy with %s = %v, want %s", c.name, err, c.code)
 		}
-		if _, err := e.d.Run(context.Background(), workers.RunSpec{Workload: c.w}); domain.ErrorCode(err) != c.code {
+		if _, err := e.d.Run(context.Background(), driver.RunSpec{Workload: c.w}); domain.ErrorCode(err) != c.code {
 			t.Errorf("Run with %s = %v, want %s", c.name, err, c.code)
 		}
 	}
@@ -233,7 +234,7 @@ func TestScaleToZeroRefusesConnections(t *testing.T) {
 	if len(sandboxtest.Describe(e.dir)) == 0 {
 		t.Fatal("no process found running from the driver's directory")
 	}
-	if got, err := e.d.Deploy(context.Background(), workers.Deployment{Workload: w}); got != "" || err != nil {
+	if got, err := e.d.Deploy(context.Background(), driver.Deployment{Workload: w}); got != "" || err != nil {
 		t.Fatalf("Replicas 0 = %q, %v", got, err)
 	}
 	// Deploy returns once the process is gone and its socket removed: no
@@ -266,17 +267,17 @@ def handle(event):
 	if err := failures.Wait(ctx, ns, "loop"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := d.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 1})
+	_, err := d.Deploy(context.Background(), driver.Deployment{Workload: w, Replicas: 1})
 	if msg := domain.ErrorMessage(err); domain.ErrorCode(err) != domain.EUNPROCESSABLE || !strings.Contains(msg, "exit status 7") || !strings.Contains(msg, "bye") {
 		t.Fatalf("Deploy after crash loop = %v", err)
 	}
 	if n := failures.Count(ns, "loop"); n != 1 {
-		t.Fatalf("OnFailure called %d times, want 1", n)
+		t.Fatalf("crash loop reported %d times, want 1", n)
 	}
-	if _, err := d.Deploy(context.Background(), workers.Deployment{Workload: w}); err != nil {
+	if _, err := d.Deploy(context.Background(), driver.Deployment{Workload: w}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 1}); err != nil {
+	if _, err := d.Deploy(context.Background(), driver.Deployment{Workload: w, Replicas: 1}); err != nil {
 		t.Fatalf("Deploy after scale to zero = %v, want a fresh start", err)
 	}
 }
@@ -458,7 +459,7 @@ def handle(event):
 	ep := e.mustDeploy(t, w)
 	jobErr := make(chan error, 1)
 	go func() {
-		_, err := d.Run(context.Background(), workers.RunSpec{Workload: w, Event: []byte(`{"sleep": true}`)})
+		_, err := d.Run(context.Background(), driver.RunSpec{Workload: w, Event: []byte(`{"sleep": true}`)})
 		jobErr <- err
 	}()
 	time.Sleep(500 * time.Millisecond)
@@ -474,7 +475,7 @@ def handle(event):
 	if left := sandboxtest.Describe(dir); len(left) > 0 {
 		t.Fatalf("processes after Close: %v", left)
 	}
-	if _, err := d.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 1}); domain.ErrorCode(err) != domain.EUNAVAILABLE {
+	if _, err := d.Deploy(context.Background(), driver.Deployment{Workload: w, Replicas: 1}); domain.ErrorCode(err) != domain.EUNAVAILABLE {
 		t.Fatalf("Deploy after Close = %v", err)
 	}
 }

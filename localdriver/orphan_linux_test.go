@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/codestore/ziptest"
-	"github.com/slessio/sless/workers"
 )
 
 // helperEnv makes the test binary a driver host (see TestMain) instead of
@@ -42,19 +43,19 @@ func hostDriver(dir string) error {
 		return err
 	}
 	ctx := context.Background()
-	res, err := d.Build(ctx, workers.BuildSpec{Namespace: ns, Function: "orphan", Version: 1, Digest: "d",
+	res, err := d.Build(ctx, driver.BuildSpec{Namespace: ns, Function: "orphan", Version: 1, Digest: "d",
 		ZipKey: "hello.zip", Config: pyConfig(nil), Code: fileCode(filepath.Join(dir, "code"))})
 	if err != nil || res.Failed {
 		return fmt.Errorf("build: %v %s", err, res.Message)
 	}
-	w := workers.Workload{Namespace: ns, Function: "orphan", Version: 1, Image: res.Image, Config: pyConfig(nil)}
-	endpoint, err := d.Deploy(ctx, workers.Deployment{Workload: w, Replicas: 1})
+	w := driver.Workload{Namespace: ns, Function: "orphan", Version: 1, Image: res.Image, Config: pyConfig(nil)}
+	endpoint, err := d.Deploy(ctx, driver.Deployment{Workload: w, Replicas: 1})
 	if err != nil {
 		return err
 	}
 	sleeper := w
 	sleeper.Config.Entrypoint = "sleeper.handle"
-	go d.Run(ctx, workers.RunSpec{Workload: sleeper})
+	go d.Run(ctx, driver.RunSpec{Workload: sleeper})
 	time.Sleep(300 * time.Millisecond) // the job's process is started
 	fmt.Println(endpoint)
 	return nil

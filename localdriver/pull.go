@@ -6,8 +6,9 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/workers"
 )
 
 // Each control plane keeps its builds in its own data dir, so a version
@@ -17,15 +18,15 @@ import (
 // (Options.Source, or the workers' through UseBuildSource): builds are
 // deterministic and a built version is built once (Build's manifest).
 
-// UseBuildSource implements workers.BuildSourceUser: s is where Deploy and
+// UseBuildSource implements driver.BuildSourceUser: s is where Deploy and
 // Run find the stored code of a version whose build is not on this server.
-func (d *Driver) UseBuildSource(s workers.BuildSource) {
+func (d *Driver) UseBuildSource(s driver.BuildSource) {
 	d.mu.Lock()
 	d.source = s
 	d.mu.Unlock()
 }
 
-func (d *Driver) buildSource() workers.BuildSource {
+func (d *Driver) buildSource() driver.BuildSource {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.source
@@ -46,7 +47,7 @@ func (e *missingBuild) Error() string {
 // not on this server and a BuildSource says how. Errors: buildDir's; the
 // BuildSource's (ENOTFOUND, EUNAVAILABLE: a rollout retries them);
 // EUNPROCESSABLE when the version no longer builds; Build's.
-func (d *Driver) runnableDir(ctx context.Context, w workers.Workload) (fnKey, string, error) {
+func (d *Driver) runnableDir(ctx context.Context, w driver.Workload) (fnKey, string, error) {
 	k, dir, err := d.buildDir(w)
 	var missing *missingBuild
 	if !errors.As(err, &missing) {
@@ -73,7 +74,7 @@ func (d *Driver) runnableDir(ctx context.Context, w workers.Workload) (fnKey, st
 
 // hostError turns an error of this machine's file system into one that
 // names no path of the host, for messages the function's owner reads: a
-// full disk (ENOSPC, EDQUOT) is EUNAVAILABLE workers.DiskFullMessage (the
+// full disk (ENOSPC, EDQUOT) is EUNAVAILABLE driver.DiskFullMessage (the
 // worker retries), anything else EINTERNAL "<what>: <errno text>". The
 // whole error goes to the driver's log.
 func (d *Driver) hostError(what string, err error) error {
@@ -82,7 +83,7 @@ func (d *Driver) hostError(what string, err error) error {
 	}
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		d.opts.Logger.Warn("localdriver: "+what, "error", err)
-		return domain.Errorf(domain.EUNAVAILABLE, "%s", workers.DiskFullMessage)
+		return domain.Errorf(domain.EUNAVAILABLE, "%s", driver.DiskFullMessage)
 	}
 	var de *domain.Error
 	if errors.As(err, &de) { // already says what it means

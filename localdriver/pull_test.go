@@ -6,16 +6,17 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/store/codestore/ziptest"
-	"github.com/slessio/sless/workers"
 )
 
-// sourceFunc is a workers.BuildSource from a function.
-type sourceFunc func(ctx context.Context, ns, fn string, version int) (workers.BuildSpec, error)
+// sourceFunc is a driver.BuildSource from a function.
+type sourceFunc func(ctx context.Context, ns, fn string, version int) (driver.BuildSpec, error)
 
-func (f sourceFunc) BuildSpec(ctx context.Context, ns, fn string, version int) (workers.BuildSpec, error) {
+func (f sourceFunc) BuildSpec(ctx context.Context, ns, fn string, version int) (driver.BuildSpec, error) {
 	return f(ctx, ns, fn, version)
 }
 
@@ -26,26 +27,26 @@ func TestMissingBuildIsBuiltHere(t *testing.T) {
 	t.Parallel()
 	a := setup(t, localdriver.Options{})
 	obj := a.put(t, ns, "pulled", ziptest.Files(t, pyHello))
-	spec := workers.BuildSpec{Namespace: ns, Function: "pulled", Version: 1, Digest: obj.Digest, ZipKey: obj.ZipKey,
+	spec := driver.BuildSpec{Namespace: ns, Function: "pulled", Version: 1, Digest: obj.Digest, ZipKey: obj.ZipKey,
 		ContextKey: obj.ContextKey, Config: pyConfig(nil), Code: a.store}
 	res, err := a.d.Build(context.Background(), spec)
 	if err != nil || res.Failed {
 		t.Fatalf("build on a: %+v, %v", res, err)
 	}
 	// Version 2 reuses version 1's build, with its own configuration.
-	w2 := workers.Workload{Namespace: ns, Function: "pulled", Version: 2, Image: res.Image, Config: pyConfig(map[string]string{"GREETING": "two"})}
+	w2 := driver.Workload{Namespace: ns, Function: "pulled", Version: 2, Image: res.Image, Config: pyConfig(map[string]string{"GREETING": "two"})}
 
 	bare, bareDir, _ := newDriver(t, localdriver.Options{})
-	_, err = bare.Deploy(context.Background(), workers.Deployment{Workload: w2, Replicas: 1})
+	_, err = bare.Deploy(context.Background(), driver.Deployment{Workload: w2, Replicas: 1})
 	if domain.ErrorCode(err) != domain.EUNPROCESSABLE || strings.Contains(domain.ErrorMessage(err), bareDir) {
 		t.Fatalf("Deploy without the build or a source = %v; want EUNPROCESSABLE naming no path", err)
 	}
 
 	var asked atomic.Int32
-	b, _, _ := newDriver(t, localdriver.Options{Source: sourceFunc(func(_ context.Context, n, fn string, v int) (workers.BuildSpec, error) {
+	b, _, _ := newDriver(t, localdriver.Options{Source: sourceFunc(func(_ context.Context, n, fn string, v int) (driver.BuildSpec, error) {
 		asked.Add(1)
 		if n != ns || fn != "pulled" || v != 1 {
-			return workers.BuildSpec{}, domain.Errorf(domain.ENOTFOUND, "asked for %s/%s v%d, want v1", n, fn, v)
+			return driver.BuildSpec{}, domain.Errorf(domain.ENOTFOUND, "asked for %s/%s v%d, want v1", n, fn, v)
 		}
 		return spec, nil
 	})})

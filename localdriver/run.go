@@ -6,9 +6,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/runtimes"
-	"github.com/slessio/sless/workers"
 )
 
 // MaxOutput is how much of a job's stdout and of its stderr Run keeps: the
@@ -48,18 +49,18 @@ var errRemoved = domain.Errorf(domain.ECONFLICT, "the function was removed")
 // its process group killed (exit 137). Errors: EINVALID (names, image),
 // EUNAVAILABLE (ctx ended, shutdown, interpreter missing), and those of
 // runnableDir: a version built by another control plane is built here first.
-func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
+func (d *Driver) Run(ctx context.Context, r driver.RunSpec) (driver.RunResult, error) {
 	k, dir, err := d.runnableDir(ctx, r.Workload)
 	if err != nil {
-		return workers.RunResult{}, err
+		return driver.RunResult{}, err
 	}
 	rt, err := runtimes.Lookup(string(r.Config.Runtime))
 	if err != nil {
-		return workers.RunResult{}, err
+		return driver.RunResult{}, err
 	}
 	spec, err := rt.Command(dir, runtimes.ModeJob)
 	if err != nil {
-		return workers.RunResult{}, err
+		return driver.RunResult{}, err
 	}
 	event := string(r.Event)
 	if event == "" || event == "null" {
@@ -70,7 +71,7 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 
 	j := &job{key: k, stop: make(chan error, 1), done: make(chan struct{})}
 	if err := d.addJob(j); err != nil {
-		return workers.RunResult{}, err
+		return driver.RunResult{}, err
 	}
 	defer d.removeJob(j)
 	defer close(j.done)
@@ -78,11 +79,11 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 	stdout, stderr := newTailBuffer(MaxOutput), newTailBuffer(MaxOutput)
 	cmd, err := d.processCommand(k, spec, dir, env, memoryMB(r.Config), nil)
 	if err != nil {
-		return workers.RunResult{}, err
+		return driver.RunResult{}, err
 	}
 	p, err := startProc(cmd, stdout, stderr)
 	if err != nil {
-		return workers.RunResult{}, err
+		return driver.RunResult{}, err
 	}
 	deadline := time.NewTimer(time.Duration(timeout)*time.Second + jobGrace)
 	defer deadline.Stop()
@@ -96,17 +97,17 @@ func (d *Driver) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult,
 	case reason := <-j.stop:
 		p.kill()
 		if reason == errClosed {
-			return workers.RunResult{}, reason
+			return driver.RunResult{}, reason
 		}
 		fmt.Fprintf(stderr, "\nsless: killed: %s\n", domain.ErrorMessage(reason))
 	case <-ctx.Done():
 		p.kill()
-		return workers.RunResult{}, domain.Errorf(domain.EUNAVAILABLE, "run %s v%d: %v", k, r.Version, ctx.Err())
+		return driver.RunResult{}, domain.Errorf(domain.EUNAVAILABLE, "run %s v%d: %v", k, r.Version, ctx.Err())
 	}
 	if p.oomKilled {
 		fmt.Fprintf(stderr, "\nsless: killed: out of memory (%d MiB, all its processes together)\n", memoryMB(r.Config))
 	}
-	res := workers.RunResult{ExitCode: p.state.code, Stdout: stdout.String(), Stderr: stderr.String()}
+	res := driver.RunResult{ExitCode: p.state.code, Stdout: stdout.String(), Stderr: stderr.String()}
 	if timedOut || res.ExitCode == 124 {
 		res.ExitCode, res.TimedOut = 124, true
 	}

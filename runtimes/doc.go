@@ -165,13 +165,13 @@
 //     entrypoint syntax) and its Runtime constant.
 //  4. Samples: testdata/ruby3.3/ (handler, bare, broken) and a fixture in
 //     conformance_test.go here; a sample function and a sampleRuntimes row in
-//     workers/drivertest (samples.go), its cases in harness.go, and its
+//     driver/drivertest (samples.go), its cases in harness.go, and its
 //     predictions in fakeimage.go for harnesses that run nothing.
 //
 // Then run the conformance suites: go test ./runtimes/ (TestConformance: the
 // wrapper against the contract; TestDescriptionsMatchDomain: steps 2 and 3 agree),
 // go test ./localdriver/ and go test ./k8sdriver/ (TestConformance in each runs
-// workers/drivertest against that driver), and go test ./workers/drivertest/.
+// driver/drivertest against that driver), and go test ./driver/drivertest/.
 // No driver changes: they ask the Description.
 package runtimes
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/slessio/sless/domain"
@@ -119,7 +121,7 @@ func interruptedAttempt(why string, cfg domain.FunctionConfig, row *rivertype.Jo
 // recordAttempt records an attempt that ended without an outcome
 // (out.interrupted says why) in the invocation log, and logs it with attrs
 // naming the run and whether it is made again.
-func (w *Workers) recordAttempt(ctx context.Context, kind store.TriggerKind, spec RunSpec, path string, out runOutcome, started time.Time, again bool, attrs ...any) {
+func (w *Workers) recordAttempt(ctx context.Context, kind store.TriggerKind, spec driver.RunSpec, path string, out runOutcome, started time.Time, again bool, attrs ...any) {
 	w.recordRun(kind, spec, path, out, started)
 	w.log.WarnContext(ctx, string(kind)+" run "+out.interrupted, append(attrs, "retried", again)...)
 }

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
@@ -66,7 +68,7 @@ func buildRetryDelay(attempt int) time.Duration {
 // the error names; otherwise the driver's message (platformMessage).
 func buildErrorMessage(err error) string {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return DiskFullMessage
+		return driver.DiskFullMessage
 	}
 	return platformMessage(err)
 }
@@ -95,7 +97,7 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 	}
 	defer slot.release()
 
-	var spec BuildSpec
+	var spec driver.BuildSpec
 	done := false
 	_, err = w.store.Execute(ctx, md, func(tx *store.Tx) error {
 		done = false
@@ -112,7 +114,7 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 			return err
 		}
 		v, _ := f.Version(a.Version)
-		spec = BuildSpec{Namespace: a.Namespace, Function: a.Function, Version: a.Version, Digest: v.Digest,
+		spec = driver.BuildSpec{Namespace: a.Namespace, Function: a.Function, Version: a.Version, Digest: v.Digest,
 			ZipKey: v.ZipKey, ContextKey: v.ContextKey, Config: v.Config}
 		return tx.Append(ctx, stream, f, evs)
 	})
@@ -138,7 +140,7 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 			return fmt.Errorf("build %s v%d: %w", stream, a.Version, err)
 		}
 		// Say so on the version instead of leaving it Building.
-		res = BuildResult{Failed: true, Message: fmt.Sprintf("%s (attempt %d): %s", domain.BuildCouldNotRun, job.Attempt, msg)}
+		res = driver.BuildResult{Failed: true, Message: fmt.Sprintf("%s (attempt %d): %s", domain.BuildCouldNotRun, job.Attempt, msg)}
 	}
 	out.close()
 
@@ -182,14 +184,14 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 // build checks the version's stored code (verifiedCode) and has the driver
 // build the checked bytes. Code changed in the object store since the upload
 // is a failed build with the code store's message: the driver never sees it.
-func (w *Workers) build(ctx context.Context, spec BuildSpec) (BuildResult, error) {
+func (w *Workers) build(ctx context.Context, spec driver.BuildSpec) (driver.BuildResult, error) {
 	if w.cfg.Code != nil {
 		code, err := verifiedCode(ctx, w.cfg.Code, spec)
 		if domain.ErrorCode(err) == domain.EUNPROCESSABLE {
-			return BuildResult{Failed: true, Message: domain.ErrorMessage(err)}, nil
+			return driver.BuildResult{Failed: true, Message: domain.ErrorMessage(err)}, nil
 		}
 		if err != nil {
-			return BuildResult{}, fmt.Errorf("read the stored code: %w", err)
+			return driver.BuildResult{}, fmt.Errorf("read the stored code: %w", err)
 		}
 		spec.Code = code
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
@@ -60,7 +62,7 @@ func TestBuildRefusesCodeChangedInTheStore(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string]gotCode{}
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onBuild = func(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
+		d.onBuild = func(ctx context.Context, b driver.BuildSpec) (driver.BuildResult, error) {
 			overwrite(b.ZipKey, stranger) // too late: the build has its checked bytes
 			read := func(key string) ([]byte, error) {
 				rc, err := b.Code.Get(ctx, key)
@@ -73,16 +75,16 @@ func TestBuildRefusesCodeChangedInTheStore(t *testing.T) {
 			var g gotCode
 			var err error
 			if g.zip, err = read(b.ZipKey); err != nil {
-				return workers.BuildResult{}, err
+				return driver.BuildResult{}, err
 			}
 			if g.buildCtx, err = read(b.ContextKey); err != nil {
-				return workers.BuildResult{}, err
+				return driver.BuildResult{}, err
 			}
 			_, g.otherErr = read(path.Dir(b.ZipKey) + "/../other/source.zip")
 			mu.Lock()
 			got[b.Function] = g
 			mu.Unlock()
-			return workers.BuildResult{Image: "local/" + b.Function}, nil
+			return driver.BuildResult{Image: "local/" + b.Function}, nil
 		}
 	})
 

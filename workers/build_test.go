@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/workers"
 )
 
 func TestBuildSucceedsActivatesAndRollsOut(t *testing.T) {
@@ -50,8 +51,8 @@ func TestBuildFailureKeepsTheLogAndTruncatesTheMessage(t *testing.T) {
 	h := setup(t)
 	longLog := "SyntaxError: invalid syntax\n" + strings.Repeat("x", 5000)
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onBuild = func(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
-			return workers.BuildResult{Failed: true, Log: longLog}, nil
+		d.onBuild = func(ctx context.Context, b driver.BuildSpec) (driver.BuildResult, error) {
+			return driver.BuildResult{Failed: true, Log: longLog}, nil
 		}
 	})
 	h.start()
@@ -84,13 +85,13 @@ func TestBuildKilledMidBuildRerunsOnce(t *testing.T) {
 	h := setup(t)
 	started := make(chan struct{}, 1)
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onBuild = func(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
+		d.onBuild = func(ctx context.Context, b driver.BuildSpec) (driver.BuildResult, error) {
 			if d.buildCalls(b.Function, b.Version) == 1 { // the first attempt hangs until killed
 				started <- struct{}{}
 				<-ctx.Done()
-				return workers.BuildResult{}, ctx.Err()
+				return driver.BuildResult{}, ctx.Err()
 			}
-			return workers.BuildResult{Image: "local/slow:v1", Log: "second try"}, nil
+			return driver.BuildResult{Image: "local/slow:v1", Log: "second try"}, nil
 		}
 	})
 	first := h.start()
@@ -166,7 +167,7 @@ func TestWorkedTwiceAppendsOnce(t *testing.T) {
 		}
 	}
 	before := count()
-	runs := len(h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "twice-job" }))
+	runs := len(h.driver.runsNamed(func(r driver.RunSpec) bool { return r.Name == "twice-job" }))
 
 	h.rerun("build", "function", "twice")
 	h.rerun("run_job", "job", "twice-job")
@@ -189,7 +190,7 @@ func TestWorkedTwiceAppendsOnce(t *testing.T) {
 	if n := h.driver.buildCalls("twice", 1); n != 1 {
 		t.Errorf("built %d times, want 1", n)
 	}
-	if n := len(h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "twice-job" })); n != runs {
+	if n := len(h.driver.runsNamed(func(r driver.RunSpec) bool { return r.Name == "twice-job" })); n != runs {
 		t.Errorf("the job ran %d times, want %d", n, runs)
 	}
 }
@@ -224,14 +225,14 @@ func TestBuildPlatformErrors(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onBuild = func(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
+		d.onBuild = func(ctx context.Context, b driver.BuildSpec) (driver.BuildResult, error) {
 			switch {
 			case b.Function == "flaky" && d.buildCalls(b.Function, b.Version) == 1:
-				return workers.BuildResult{}, domain.Errorf(domain.EUNAVAILABLE, "code store unreachable")
+				return driver.BuildResult{}, domain.Errorf(domain.EUNAVAILABLE, "code store unreachable")
 			case b.Function == "invalid":
-				return workers.BuildResult{}, domain.Errorf(domain.EINVALID, "image name too long")
+				return driver.BuildResult{}, domain.Errorf(domain.EINVALID, "image name too long")
 			}
-			return workers.BuildResult{Image: "local/" + b.Function}, nil
+			return driver.BuildResult{Image: "local/" + b.Function}, nil
 		}
 	})
 	h.start()

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/slessio/sless/domain"
@@ -51,11 +53,11 @@ func TestDeleteCancelsRunningRun(t *testing.T) {
 	h.readyFunction("fn", pySpec)
 	started, ended := make(chan struct{}, 1), make(chan error, 1)
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
+		d.onRun = func(ctx context.Context, r driver.RunSpec) (driver.RunResult, error) {
 			started <- struct{}{}
 			<-ctx.Done()
 			ended <- context.Cause(ctx)
-			return workers.RunResult{}, domain.Errorf(domain.EUNAVAILABLE, "run: %v", ctx.Err())
+			return driver.RunResult{}, domain.Errorf(domain.EUNAVAILABLE, "run: %v", ctx.Err())
 		}
 	})
 	h.createJob("long", "fn", nil, 1)
@@ -83,7 +85,7 @@ func TestDeleteCancelsRunningRun(t *testing.T) {
 		ORDER BY stream_version DESC LIMIT 1`, domain.JobStream(h.ns, "long")).Scan(&last); err != nil || last != domain.EventJobDeleted {
 		t.Fatalf("last event %q (%v); want %s", last, err, domain.EventJobDeleted)
 	}
-	if runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "long" }); len(runs) != 1 {
+	if runs := h.driver.runsNamed(func(r driver.RunSpec) bool { return r.Name == "long" }); len(runs) != 1 {
 		t.Fatalf("%d runs, want 1", len(runs))
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/command"
 	"github.com/slessio/sless/store/codestore"
@@ -150,7 +152,7 @@ func TestRecreatedFunctionAndJobRunAgain(t *testing.T) {
 	if j := h.finished("once", 1); j.Phase != domain.JobPhaseSucceeded {
 		t.Fatalf("run of the re-created job = %s %q", j.Phase, j.Message)
 	}
-	if runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "once" }); len(runs) != 2 {
+	if runs := h.driver.runsNamed(func(r driver.RunSpec) bool { return r.Name == "once" }); len(runs) != 2 {
 		t.Fatalf("runs of job once = %d; want 2, one per incarnation", len(runs))
 	}
 	if n := h.count(`SELECT count(*) FROM river_job WHERE kind = 'build' AND args->>'function' = 'again'`); n != 2 {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store/codestore"
 )
@@ -28,7 +30,7 @@ type CodeStore interface {
 // object store in between. Code changed in the store is EUNPROCESSABLE
 // (the version fails with the store's message); other errors are the
 // store's (ENOTFOUND, EUNAVAILABLE: retried).
-func verifiedCode(ctx context.Context, code CodeStore, b BuildSpec) (CodeFetcher, error) {
+func verifiedCode(ctx context.Context, code CodeStore, b driver.BuildSpec) (driver.CodeFetcher, error) {
 	objects := memoryCode{}
 	zip, _, err := code.GetVerified(ctx, b.ZipKey, b.Digest)
 	if err != nil {
@@ -56,31 +58,31 @@ func (m memoryCode) Get(_ context.Context, key string) (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
-var _ BuildSource = (*Workers)(nil)
+var _ driver.BuildSource = (*Workers)(nil)
 
 // BuildSpec implements BuildSource: the spec of a built version as the build
 // worker made it, with its stored code checked (verifiedCode), for a driver
 // that must build the version again where it runs it.
 // Errors: ENOTFOUND, EUNPROCESSABLE (not built, code changed in the store),
 // EUNAVAILABLE.
-func (w *Workers) BuildSpec(ctx context.Context, ns, fn string, version int) (BuildSpec, error) {
+func (w *Workers) BuildSpec(ctx context.Context, ns, fn string, version int) (driver.BuildSpec, error) {
 	f := domain.NewFunction(ns, fn)
 	if err := w.read(ctx, domain.FunctionStream(ns, fn), f); err != nil {
-		return BuildSpec{}, err
+		return driver.BuildSpec{}, err
 	}
 	v, ok := f.Version(version)
 	if !f.Exists || !ok {
-		return BuildSpec{}, domain.Errorf(domain.ENOTFOUND, "version %d of function %q does not exist", version, fn)
+		return driver.BuildSpec{}, domain.Errorf(domain.ENOTFOUND, "version %d of function %q does not exist", version, fn)
 	}
 	if v.BuildStatus != domain.BuildStatusSucceeded {
-		return BuildSpec{}, domain.Errorf(domain.EUNPROCESSABLE, "version %d of function %q is not built (%s)", version, fn, v.BuildStatus)
+		return driver.BuildSpec{}, domain.Errorf(domain.EUNPROCESSABLE, "version %d of function %q is not built (%s)", version, fn, v.BuildStatus)
 	}
-	spec := BuildSpec{Namespace: ns, Function: fn, Version: version, Digest: v.Digest,
+	spec := driver.BuildSpec{Namespace: ns, Function: fn, Version: version, Digest: v.Digest,
 		ZipKey: v.ZipKey, ContextKey: v.ContextKey, Config: v.Config}
 	if w.cfg.Code != nil {
 		code, err := verifiedCode(ctx, w.cfg.Code, spec)
 		if err != nil {
-			return BuildSpec{}, err
+			return driver.BuildSpec{}, err
 		}
 		spec.Code = code
 	}

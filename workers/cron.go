@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -187,7 +189,7 @@ func (c *cronRunWorker) Work(ctx context.Context, job *river.Job[CronRunArgs]) e
 		return err
 	}
 	event, _ := json.Marshal(map[string]string{"trigger": a.Trigger, "schedule": st.schedule, "scheduled_at": a.Slot.UTC().Format(time.RFC3339)})
-	spec := RunSpec{Workload: st.workload, Name: fmt.Sprintf("%s-%d", a.Trigger, a.Slot.Unix()), RunID: a.Slot.Unix(), Event: event}
+	spec := driver.RunSpec{Workload: st.workload, Name: fmt.Sprintf("%s-%d", a.Trigger, a.Slot.Unix()), RunID: a.Slot.Unix(), Event: event}
 	attrs := []any{"namespace", a.Namespace, "trigger", a.Trigger, "slot", a.Slot}
 	if rescued(job.JobRow) {
 		// The attempt before died with its server, perhaps mid-run, and could

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
@@ -19,7 +21,7 @@ import (
 // cronRuns returns the driver's runs of a cron trigger, by slot.
 func (h *harness) cronRuns(trigger string) map[time.Time]int {
 	out := map[time.Time]int{}
-	for _, r := range h.driver.runsNamed(func(r workers.RunSpec) bool { return strings.HasPrefix(r.Name, trigger+"-") }) {
+	for _, r := range h.driver.runsNamed(func(r driver.RunSpec) bool { return strings.HasPrefix(r.Name, trigger+"-") }) {
 		out[time.Unix(r.RunID, 0).UTC()]++
 	}
 	return out
@@ -105,7 +107,7 @@ func TestCronSlotsFireOnceEachWithTwoClients(t *testing.T) {
 	if n := h.count(`SELECT count(*) FROM river_job WHERE kind = 'cron_run'`); n != 4 {
 		t.Fatalf("%d cron_run jobs, want 4", n)
 	}
-	runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return strings.HasPrefix(r.Name, "every-minute-") })
+	runs := h.driver.runsNamed(func(r driver.RunSpec) bool { return strings.HasPrefix(r.Name, "every-minute-") })
 	var ev map[string]string
 	if err := json.Unmarshal(runs[0].Event, &ev); err != nil || ev["trigger"] != "every-minute" || ev["scheduled_at"] != "2030-01-01T10:01:00Z" {
 		t.Fatalf("event %s (%v); want the trigger and its slot", runs[0].Event, err)
@@ -180,8 +182,8 @@ func TestCronDoesNotFireWithoutBuiltVersion(t *testing.T) {
 	h := setup(t)
 	h.clock.Set(at(10, 0))
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onBuild = func(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
-			return workers.BuildResult{Failed: true, Message: "nope"}, nil
+		d.onBuild = func(ctx context.Context, b driver.BuildSpec) (driver.BuildResult, error) {
+			return driver.BuildResult{Failed: true, Message: "nope"}, nil
 		}
 	})
 	h.start(h.withClock)

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/workers"
 )
 
 // TestBuildOnAFullDisk: a build the driver cannot run for want of disk
@@ -28,15 +29,15 @@ func TestBuildOnAFullDisk(t *testing.T) {
 			&os.PathError{Op: "write", Path: "/var/lib/sless/local/builds/" + fn + "/v1.tmp-1/function/handler.py", Err: syscall.ENOSPC})
 	}
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onBuild = func(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
+		d.onBuild = func(ctx context.Context, b driver.BuildSpec) (driver.BuildResult, error) {
 			mu.Lock()
 			calls[b.Function] = append(calls[b.Function], time.Now())
 			n := len(calls[b.Function])
 			mu.Unlock()
 			if (b.Function == "full" && b.Version == 2) || (b.Function == "freed" && n <= 2) {
-				return workers.BuildResult{}, full(b.Function)
+				return driver.BuildResult{}, full(b.Function)
 			}
-			return workers.BuildResult{Image: "local/" + b.Function}, nil
+			return driver.BuildResult{Image: "local/" + b.Function}, nil
 		}
 	})
 	h.start()
@@ -48,7 +49,7 @@ func TestBuildOnAFullDisk(t *testing.T) {
 	// While it waits, the version says why.
 	h.eventually(10*time.Second, func() error {
 		v := h.version("full", 2)
-		if v.BuildStatus != domain.BuildStatusBuilding || !strings.Contains(v.BuildLog, workers.DiskFullMessage+"; retrying in ") {
+		if v.BuildStatus != domain.BuildStatusBuilding || !strings.Contains(v.BuildLog, driver.DiskFullMessage+"; retrying in ") {
 			return errorf("full v2 %s, log %q; want Building, saying the disk is full and it retries", v.BuildStatus, v.BuildLog)
 		}
 		if strings.Contains(v.BuildLog, "/var/lib") {
@@ -76,7 +77,7 @@ func TestBuildOnAFullDisk(t *testing.T) {
 	v := h.version("full", 2)
 	// "the build could not run" begins it: the platform's failure, not the
 	// code's, which an upload of the same code should build again.
-	if !strings.HasPrefix(v.Message, "the build could not run") || !strings.Contains(v.Message, workers.DiskFullMessage) || strings.Contains(v.Message, "/var/lib") {
+	if !strings.HasPrefix(v.Message, "the build could not run") || !strings.Contains(v.Message, driver.DiskFullMessage) || strings.Contains(v.Message, "/var/lib") {
 		t.Errorf("full v2 message %q; want the build could not run, the disk-full message, no path", v.Message)
 	}
 	if f := h.function("full"); f.ActiveVersion != 1 || f.Phase != domain.PhaseReady {

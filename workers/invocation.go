@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
@@ -30,15 +32,15 @@ const (
 const DefaultInvocationRetention = store.DefaultInvocationRetention
 
 // recordRun records a job or cron run that just finished in the invocation log.
-func (w *Workers) recordRun(kind store.TriggerKind, spec RunSpec, path string, out runOutcome, started time.Time) {
+func (w *Workers) recordRun(kind store.TriggerKind, spec driver.RunSpec, path string, out runOutcome, started time.Time) {
 	w.recordRunAt(kind, spec, path, out, started, w.now())
 }
 
 // RecordCronRun records a finished run of a Scheduler driver's schedule in
 // the invocation log (trigger kind cron), as a cron run of the workers' own
 // is recorded.
-func (w *Workers) RecordCronRun(r CronRun) {
-	spec := RunSpec{Workload: Workload{Namespace: r.Namespace, Function: r.Function, Version: r.Version,
+func (w *Workers) RecordCronRun(r driver.CronRun) {
+	spec := driver.RunSpec{Workload: driver.Workload{Namespace: r.Namespace, Function: r.Function, Version: r.Version,
 		Config: domain.FunctionConfig{TimeoutSec: r.TimeoutSec}}, Name: r.Name}
 	out := outcomeOf(r.Result, r.TimeoutSec)
 	w.recordRunAt(store.InvocationCron, spec, r.Name, out, r.Started, r.Ended)
@@ -46,7 +48,7 @@ func (w *Workers) RecordCronRun(r CronRun) {
 		"version", r.Version, "ok", out.ok, "result", out.result, "message", out.message)
 }
 
-func (w *Workers) recordRunAt(kind store.TriggerKind, spec RunSpec, path string, out runOutcome, started, ended time.Time) {
+func (w *Workers) recordRunAt(kind store.TriggerKind, spec driver.RunSpec, path string, out runOutcome, started, ended time.Time) {
 	if w.cfg.Invocations == nil {
 		return
 	}

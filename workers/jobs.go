@@ -2,6 +2,7 @@ package workers
 
 import (
 	"fmt"
+
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 

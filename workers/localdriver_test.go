@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/localdriver"
@@ -45,7 +47,7 @@ def handle(event):
 // TestLocalDriverEndToEnd runs a Python function for real through the
 // workers and the local driver: build from the code store, rollout behind an
 // http trigger, job success/failure/timeout, scale to zero, a crash loop
-// reported through OnFailure, and cleanup.
+// reported through Watch, and cleanup.
 func TestLocalDriverEndToEnd(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
@@ -56,7 +58,6 @@ func TestLocalDriverEndToEnd(t *testing.T) {
 	ld, err := localdriver.New(localdriver.Options{
 		Dir:               dir,
 		Logger:            slog.New(slog.NewTextHandler(h.logs, nil)),
-		OnFailure:         func(ns, fn string) { _ = w.Rollout(context.Background(), ns, fn) },
 		Drain:             100 * time.Millisecond,
 		StopGrace:         time.Second,
 		RestartBackoff:    20 * time.Millisecond,
@@ -72,6 +73,9 @@ func TestLocalDriverEndToEnd(t *testing.T) {
 		_ = ld.Close(ctx)
 	})
 	w = h.start(func(c *workers.Config) { c.Driver, c.Code = ld, st })
+	watch, stopWatch := context.WithCancel(context.Background())
+	t.Cleanup(stopWatch)
+	go ld.Watch(watch, driver.Reports{Crashed: func(ns, fn string) { _ = w.Rollout(context.Background(), ns, fn) }})
 
 	spec := domain.FunctionSpec{Runtime: "python3.11", Entrypoint: "handler.handle", TimeoutSec: 2,
 		EnvVars: map[string]string{"CRASH_MARKER": marker}}
@@ -129,7 +133,7 @@ func TestLocalDriverEndToEnd(t *testing.T) {
 		return nil
 	})
 
-	// A crash loop of the running version: the driver calls OnFailure, the
+	// A crash loop of the running version: the driver reports it, the
 	// rollout's Deploy reports it, and the function says why.
 	if err := os.WriteFile(marker, nil, 0o644); err != nil {
 		t.Fatal(err)

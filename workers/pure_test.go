@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 )
 
@@ -39,19 +41,19 @@ func TestDueSlot(t *testing.T) {
 
 func TestOutcomeOf(t *testing.T) {
 	t.Parallel()
-	ok := outcomeOf(RunResult{Stdout: "log\n\"result\"\n\n"}, 30)
+	ok := outcomeOf(driver.RunResult{Stdout: "log\n\"result\"\n\n"}, 30)
 	if !ok.ok || ok.result != `"result"` || ok.output != "log\n\"result\"\n\n" {
 		t.Errorf("success = %+v", ok)
 	}
-	fail := outcomeOf(RunResult{ExitCode: 1, Stdout: "partial", Stderr: "Traceback\nValueError: x\n"}, 30)
+	fail := outcomeOf(driver.RunResult{ExitCode: 1, Stdout: "partial", Stderr: "Traceback\nValueError: x\n"}, 30)
 	if fail.ok || fail.message != "Traceback\nValueError: x" || fail.output != "partial\nTraceback\nValueError: x\n" {
 		t.Errorf("failure = %+v", fail)
 	}
-	to := outcomeOf(RunResult{ExitCode: 124, TimedOut: true, Stderr: "killed"}, 7)
+	to := outcomeOf(driver.RunResult{ExitCode: 124, TimedOut: true, Stderr: "killed"}, 7)
 	if to.ok || to.message != "timed out after 7 s" || !strings.Contains(to.output, "killed") {
 		t.Errorf("timeout = %+v", to)
 	}
-	if e := outcomeOf(RunResult{}, 1); !e.ok || e.result != "" {
+	if e := outcomeOf(driver.RunResult{}, 1); !e.ok || e.result != "" {
 		t.Errorf("empty success = %+v", e)
 	}
 }
@@ -128,8 +130,8 @@ func TestBuildRetryDelay(t *testing.T) {
 func TestBuildErrorMessage(t *testing.T) {
 	t.Parallel()
 	full := fmt.Errorf("unpack %q: %w", "handler.py", &os.PathError{Op: "write", Path: "/data/local/builds/ns/fn/v2.tmp-1/function/handler.py", Err: syscall.ENOSPC})
-	if got := buildErrorMessage(full); got != DiskFullMessage {
-		t.Errorf("buildErrorMessage(ENOSPC) = %q, want %q", got, DiskFullMessage)
+	if got := buildErrorMessage(full); got != driver.DiskFullMessage {
+		t.Errorf("buildErrorMessage(ENOSPC) = %q, want %q", got, driver.DiskFullMessage)
 	}
 	if got := buildErrorMessage(domain.Errorf(domain.EUNAVAILABLE, "code store unreachable")); got != "code store unreachable" {
 		t.Errorf("buildErrorMessage(domain error) = %q", got)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slessio/sless/domain"
@@ -37,9 +39,9 @@ func TestRescueChildProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newScriptedDriver()
-	d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
+	d.onRun = func(ctx context.Context, r driver.RunSpec) (driver.RunResult, error) {
 		<-ctx.Done()
-		return workers.RunResult{}, ctx.Err()
+		return driver.RunResult{}, ctx.Err()
 	}
 	w, err := workers.New(pool, workers.Config{Driver: d, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
@@ -116,13 +118,13 @@ func TestRescueAfterKill9(t *testing.T) {
 			var mu sync.Mutex
 			var rerunAt time.Time
 			h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-				d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
+				d.onRun = func(ctx context.Context, r driver.RunSpec) (driver.RunResult, error) {
 					mu.Lock()
 					if rerunAt.IsZero() {
 						rerunAt = time.Now()
 					}
 					mu.Unlock()
-					return workers.RunResult{Stdout: "done\n"}, nil
+					return driver.RunResult{Stdout: "done\n"}, nil
 				}
 			})
 			rec := &memRecorder{}
@@ -147,7 +149,7 @@ func TestRescueAfterKill9(t *testing.T) {
 			if len(h.logs.Lines("rescued a job of a dead process", id)) == 0 {
 				t.Fatalf("no rescue of %s logged", id)
 			}
-			runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == name })
+			runs := h.driver.runsNamed(func(r driver.RunSpec) bool { return r.Name == name })
 			if !c.retrySafe {
 				t.Logf("kill -9 to the run stopped: %s", time.Since(killed).Round(time.Millisecond))
 				if !c.cron {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
@@ -15,7 +17,7 @@ import (
 type desired struct {
 	exists   bool
 	version  int // the active version; 0 when none is built yet
-	workload Workload
+	workload driver.Workload
 	replicas int
 }
 
@@ -32,7 +34,7 @@ func desiredOf(f *domain.Function, triggers []domain.Trigger) desired {
 		return d
 	}
 	d.version = v.Number
-	d.workload = Workload{Namespace: f.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config}
+	d.workload = driver.Workload{Namespace: f.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config}
 	for _, t := range triggers {
 		if t.Exists && t.Type == domain.TriggerHTTP && t.Function == f.Name && t.Enabled {
 			d.replicas = 1
@@ -99,7 +101,7 @@ func (w *Workers) deploy(ctx context.Context, d desired) (string, error) {
 	if d.version == 0 {
 		return "", nil
 	}
-	return w.cfg.Driver.Deploy(ctx, Deployment{Workload: d.workload, Replicas: d.replicas})
+	return w.cfg.Driver.Deploy(ctx, driver.Deployment{Workload: d.workload, Replicas: d.replicas})
 }
 
 // recordRollout appends the outcome of converging to want: the function's

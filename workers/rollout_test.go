@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/workers"
 )
@@ -73,7 +75,7 @@ func TestRolloutFailureIsRecorded(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onDeploy = func(ctx context.Context, dep workers.Deployment) (string, error) {
+		d.onDeploy = func(ctx context.Context, dep driver.Deployment) (string, error) {
 			if dep.Replicas > 0 {
 				return "", domain.Errorf(domain.EUNPROCESSABLE, "crash loop: ImportError: no module named 'flask'")
 			}
@@ -108,7 +110,7 @@ func TestRolloutChangeDuringRunningRolloutIsNotLost(t *testing.T) {
 	h.start()
 	h.readyFunction("race", pySpec)
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onDeploy = func(ctx context.Context, dep workers.Deployment) (string, error) {
+		d.onDeploy = func(ctx context.Context, dep driver.Deployment) (string, error) {
 			if dep.Replicas == 0 {
 				entered <- struct{}{}
 				return "", blockUntil(ctx, release)
@@ -137,7 +139,7 @@ func TestRolloutChangeCommittingDuringCompletionIsNotLost(t *testing.T) {
 	h.start()
 	h.readyFunction("lock", pySpec)
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onDeploy = func(ctx context.Context, dep workers.Deployment) (string, error) {
+		d.onDeploy = func(ctx context.Context, dep driver.Deployment) (string, error) {
 			if dep.Replicas == 0 {
 				entered <- struct{}{}
 				return "", blockUntil(ctx, release)
@@ -177,7 +179,7 @@ func TestRolloutThatCannotStartFailsWithinTimeout(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onDeploy = func(ctx context.Context, dep workers.Deployment) (string, error) {
+		d.onDeploy = func(ctx context.Context, dep driver.Deployment) (string, error) {
 			if dep.Replicas > 0 {
 				return "", domain.Errorf(domain.EUNAVAILABLE, "0/3 nodes are available: insufficient memory")
 			}

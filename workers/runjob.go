@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
@@ -43,7 +45,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 	stream := domain.JobStream(a.Namespace, a.Job)
 	md := meta(job.Kind, job.ID)
 
-	var spec RunSpec
+	var spec driver.RunSpec
 	var dead runOutcome // the row of an attempt a crash killed, if any
 	done := false
 	_, err := w.store.Execute(ctx, md, func(tx *store.Tx) error {
@@ -65,7 +67,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 			n = j.Version
 		}
 		v, ok := f.Version(n)
-		spec = RunSpec{Workload: Workload{Namespace: a.Namespace, Function: j.Function, Version: n, Image: v.Image, Config: v.Config},
+		spec = driver.RunSpec{Workload: driver.Workload{Namespace: a.Namespace, Function: j.Function, Version: n, Image: v.Image, Config: v.Config},
 			Name: a.Job, RunID: a.RunID, Event: j.Event}
 		gone := "" // why the run cannot run, or ""
 		if !f.Exists || !ok || v.BuildStatus != domain.BuildStatusSucceeded {
@@ -148,7 +150,7 @@ type runOutcome struct {
 // run runs spec with the function's timeout (plus a margin for the driver to
 // report it), and reads the outcome. An error is the platform's, not the run's;
 // a driver that overran the timeout without reporting it still yields a timeout.
-func (w *Workers) run(ctx context.Context, spec RunSpec) (runOutcome, error) {
+func (w *Workers) run(ctx context.Context, spec driver.RunSpec) (runOutcome, error) {
 	timeout := spec.Config.TimeoutSec
 	runCtx, cancel := context.WithTimeout(ctx, time.Duration(timeout)*time.Second+runMargin)
 	defer cancel()
@@ -165,7 +167,7 @@ func (w *Workers) run(ctx context.Context, spec RunSpec) (runOutcome, error) {
 // outcomeOf reads a run result: exit 0 succeeds with the last non-empty
 // stdout line as the result; a timeout (or exit 124) fails with "timed out
 // after N s"; any other exit fails with stderr as the message.
-func outcomeOf(res RunResult, timeoutSec int) runOutcome {
+func outcomeOf(res driver.RunResult, timeoutSec int) runOutcome {
 	out := runOutcome{output: res.Stdout}
 	if res.Stderr != "" {
 		if out.output != "" && !strings.HasSuffix(out.output, "\n") {
@@ -207,7 +209,7 @@ const outcomeTimeout = 10 * time.Second
 // in which case River runs it again on the next start, as after a timeout.
 // One that may run again but has no attempt left fails too: River would
 // discard the job and leave the run Running for ever.
-func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[RunJobArgs], spec RunSpec, why string, out runOutcome, started time.Time) error {
+func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[RunJobArgs], spec driver.RunSpec, why string, out runOutcome, started time.Time) error {
 	a := job.Args
 	stream := domain.JobStream(a.Namespace, a.Job)
 	out, retry := interruptedAttempt(why, spec.Config, job.JobRow, out)

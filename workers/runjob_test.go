@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/workers"
 )
@@ -39,7 +41,7 @@ func TestJobRunOutcomes(t *testing.T) {
 		if j.Output != "starting\n{\"answer\": 42}\na warning\n" {
 			t.Fatalf("output %q; want stdout then stderr", j.Output)
 		}
-		runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "ok" })
+		runs := h.driver.runsNamed(func(r driver.RunSpec) bool { return r.Name == "ok" })
 		if len(runs) != 1 || runs[0].RunID != 1 || runs[0].Version != 1 || runs[0].Config.TimeoutSec != 2 || runs[0].Image != "local/task:v1" {
 			t.Fatalf("driver runs = %+v; want one of run 1 on v1 with the function's timeout", runs)
 		}
@@ -79,7 +81,7 @@ func TestJobRunOutcomes(t *testing.T) {
 		}
 		h.setRunID("again", 6)
 		h.finished("again", 6)
-		runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "again" })
+		runs := h.driver.runsNamed(func(r driver.RunSpec) bool { return r.Name == "again" })
 		if len(runs) != 2 || runs[0].RunID != 5 || runs[1].RunID != 6 {
 			t.Fatalf("runs = %+v; want run 5 then run 6", runs)
 		}
@@ -90,8 +92,8 @@ func TestJobWithoutBuiltVersionFails(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onBuild = func(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
-			return workers.BuildResult{Failed: true, Message: "compile error"}, nil
+		d.onBuild = func(ctx context.Context, b driver.BuildSpec) (driver.BuildResult, error) {
+			return driver.BuildResult{Failed: true, Message: "compile error"}, nil
 		}
 	})
 	h.start()
@@ -108,7 +110,7 @@ func TestJobWithoutBuiltVersionFails(t *testing.T) {
 	if n := h.events(domain.JobStream(h.ns, "early"), domain.EventJobStarted); n != 0 {
 		t.Fatalf("%d JobStarted events, want none", n)
 	}
-	if runs := h.driver.runsNamed(func(workers.RunSpec) bool { return true }); len(runs) != 0 {
+	if runs := h.driver.runsNamed(func(driver.RunSpec) bool { return true }); len(runs) != 0 {
 		t.Fatalf("driver ran %d times, want 0", len(runs))
 	}
 }
@@ -135,7 +137,7 @@ func TestJobStaleRunIsSkipped(t *testing.T) {
 		}
 		return nil
 	})
-	runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "stale" })
+	runs := h.driver.runsNamed(func(r driver.RunSpec) bool { return r.Name == "stale" })
 	if len(runs) != 1 || runs[0].RunID != 2 {
 		t.Fatalf("driver runs = %+v; want run 2 only", runs)
 	}
@@ -157,13 +159,13 @@ func TestJobInterruptedMidRunRunsAgainOnce(t *testing.T) {
 	spec.RetrySafe = true
 	h.readyFunction("fn", spec)
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
-			if len(d.runsNamed(func(x workers.RunSpec) bool { return x.Name == r.Name })) == 1 {
+		d.onRun = func(ctx context.Context, r driver.RunSpec) (driver.RunResult, error) {
+			if len(d.runsNamed(func(x driver.RunSpec) bool { return x.Name == r.Name })) == 1 {
 				started <- struct{}{}
 				<-ctx.Done()
-				return workers.RunResult{}, ctx.Err()
+				return driver.RunResult{}, ctx.Err()
 			}
-			return workers.RunResult{Stdout: "done\n"}, nil
+			return driver.RunResult{Stdout: "done\n"}, nil
 		}
 	})
 	h.createJob("long", "fn", nil, 1)

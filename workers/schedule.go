@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
@@ -15,8 +17,8 @@ type cronState struct {
 	exists   bool // a cron trigger of that name exists
 	enabled  bool
 	schedule string
-	version  int      // the active built version of its function; 0 when none
-	workload Workload // the version to run; only its namespace and function while version is 0
+	version  int             // the active built version of its function; 0 when none
+	workload driver.Workload // the version to run; only its namespace and function while version is 0
 }
 
 func (c cronState) same(o cronState) bool {
@@ -28,13 +30,13 @@ func (c cronState) active() bool { return c.exists && c.enabled && c.version > 0
 
 func cronStateOf(t *domain.Trigger, f *domain.Function) cronState {
 	c := cronState{exists: t.Exists && t.Type == domain.TriggerCron, enabled: t.Enabled, schedule: t.Schedule,
-		workload: Workload{Namespace: t.Namespace, Function: t.Function}}
+		workload: driver.Workload{Namespace: t.Namespace, Function: t.Function}}
 	if !c.exists || !f.Exists {
 		return c
 	}
 	if v, ok := f.Version(f.ActiveVersion); ok && v.BuildStatus == domain.BuildStatusSucceeded {
 		c.version = v.Number
-		c.workload = Workload{Namespace: f.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config}
+		c.workload = driver.Workload{Namespace: f.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config}
 	}
 	return c
 }
@@ -94,7 +96,7 @@ func (w *Workers) applySchedule(ctx context.Context, a ScheduleArgs, c cronState
 	case !c.exists || c.version == 0:
 		return w.scheduler.RemoveSchedule(ctx, a.Namespace, a.Trigger)
 	}
-	return w.scheduler.ApplySchedule(ctx, CronSpec{Workload: c.workload, Trigger: a.Trigger, Schedule: c.schedule, Enabled: c.enabled})
+	return w.scheduler.ApplySchedule(ctx, driver.CronSpec{Workload: c.workload, Trigger: a.Trigger, Schedule: c.schedule, Enabled: c.enabled})
 }
 
 // cronState reads a cron trigger and its function outside a transaction.

@@ -6,36 +6,36 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/slessio/sless/workers"
+	"github.com/slessio/sless/driver"
 )
 
-// scriptedDriverForWorkerTests is a test double of workers.Driver for failure
+// scriptedDriverForWorkerTests is a test double of driver.Driver for failure
 // injection: it records every call and its state (what runs, what is
 // scheduled), and tests script its answers with the hooks. Runs follow their
 // event: {"stdout": "...", "stderr": "...", "exit": N, "timed_out": true}.
 type scriptedDriverForWorkerTests struct {
 	mu        sync.Mutex
-	builds    map[string]int                // "fn/vN" → Build calls
-	deploys   []workers.Deployment          // every Deploy call, in order
-	running   map[string]workers.Deployment // fn → what runs (Replicas > 0)
-	runs      []workers.RunSpec             // every Run call
-	removed   []string                      // Remove calls, "ns/fn"
-	schedules map[string]workers.CronSpec   // trigger → applied schedule
-	unsched   []string                      // RemoveSchedule calls, trigger names
-	onBuild   func(context.Context, workers.BuildSpec) (workers.BuildResult, error)
-	onDeploy  func(context.Context, workers.Deployment) (string, error)
-	onRun     func(context.Context, workers.RunSpec) (workers.RunResult, error)
+	builds    map[string]int               // "fn/vN" → Build calls
+	deploys   []driver.Deployment          // every Deploy call, in order
+	running   map[string]driver.Deployment // fn → what runs (Replicas > 0)
+	runs      []driver.RunSpec             // every Run call
+	removed   []string                     // Remove calls, "ns/fn"
+	schedules map[string]driver.CronSpec   // trigger → applied schedule
+	unsched   []string                     // RemoveSchedule calls, trigger names
+	onBuild   func(context.Context, driver.BuildSpec) (driver.BuildResult, error)
+	onDeploy  func(context.Context, driver.Deployment) (string, error)
+	onRun     func(context.Context, driver.RunSpec) (driver.RunResult, error)
 	onRemove  func(ctx context.Context, namespace, function string) error // before the removal
 }
 
-var _ workers.Driver = (*scriptedDriverForWorkerTests)(nil)
+var _ driver.Driver = (*scriptedDriverForWorkerTests)(nil)
 
 func newScriptedDriver() *scriptedDriverForWorkerTests {
-	return &scriptedDriverForWorkerTests{builds: map[string]int{}, running: map[string]workers.Deployment{},
-		schedules: map[string]workers.CronSpec{}}
+	return &scriptedDriverForWorkerTests{builds: map[string]int{}, running: map[string]driver.Deployment{},
+		schedules: map[string]driver.CronSpec{}}
 }
 
-func (d *scriptedDriverForWorkerTests) Build(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
+func (d *scriptedDriverForWorkerTests) Build(ctx context.Context, b driver.BuildSpec) (driver.BuildResult, error) {
 	d.mu.Lock()
 	d.builds[fmt.Sprintf("%s/v%d", b.Function, b.Version)]++
 	hook := d.onBuild
@@ -43,10 +43,13 @@ func (d *scriptedDriverForWorkerTests) Build(ctx context.Context, b workers.Buil
 	if hook != nil {
 		return hook(ctx, b)
 	}
-	return workers.BuildResult{Image: fmt.Sprintf("local/%s:v%d", b.Function, b.Version), Log: "built " + b.Digest}, nil
+	return driver.BuildResult{Image: fmt.Sprintf("local/%s:v%d", b.Function, b.Version), Log: "built " + b.Digest}, nil
 }
 
-func (d *scriptedDriverForWorkerTests) Deploy(ctx context.Context, dep workers.Deployment) (string, error) {
+// Watch reports nothing: the scripted driver's versions never crash by themselves.
+func (d *scriptedDriverForWorkerTests) Watch(ctx context.Context, _ driver.Reports) { <-ctx.Done() }
+
+func (d *scriptedDriverForWorkerTests) Deploy(ctx context.Context, dep driver.Deployment) (string, error) {
 	d.mu.Lock()
 	hook := d.onDeploy
 	d.mu.Unlock()
@@ -82,7 +85,7 @@ type scriptedRun struct {
 	TimedOut bool   `json:"timed_out"`
 }
 
-func (d *scriptedDriverForWorkerTests) Run(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
+func (d *scriptedDriverForWorkerTests) Run(ctx context.Context, r driver.RunSpec) (driver.RunResult, error) {
 	d.mu.Lock()
 	d.runs = append(d.runs, r)
 	hook := d.onRun
@@ -92,13 +95,13 @@ func (d *scriptedDriverForWorkerTests) Run(ctx context.Context, r workers.RunSpe
 	}
 	var s scriptedRun
 	if err := json.Unmarshal(r.Event, &s); err != nil {
-		return workers.RunResult{}, err
+		return driver.RunResult{}, err
 	}
 	exit := s.Exit
 	if s.TimedOut {
 		exit = 124
 	}
-	return workers.RunResult{ExitCode: exit, Stdout: s.Stdout, Stderr: s.Stderr, TimedOut: s.TimedOut}, nil
+	return driver.RunResult{ExitCode: exit, Stdout: s.Stdout, Stderr: s.Stderr, TimedOut: s.TimedOut}, nil
 }
 
 func (d *scriptedDriverForWorkerTests) Remove(ctx context.Context, namespace, function string) error {
@@ -130,17 +133,17 @@ func (d *scriptedDriverForWorkerTests) buildCalls(function string, version int) 
 }
 
 // runningOf returns what runs for a function, if anything.
-func (d *scriptedDriverForWorkerTests) runningOf(function string) (workers.Deployment, bool) {
+func (d *scriptedDriverForWorkerTests) runningOf(function string) (driver.Deployment, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	dep, ok := d.running[function]
 	return dep, ok
 }
 
-func (d *scriptedDriverForWorkerTests) deployCalls(function string) []workers.Deployment {
+func (d *scriptedDriverForWorkerTests) deployCalls(function string) []driver.Deployment {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []workers.Deployment
+	var out []driver.Deployment
 	for _, dep := range d.deploys {
 		if dep.Function == function {
 			out = append(out, dep)
@@ -150,10 +153,10 @@ func (d *scriptedDriverForWorkerTests) deployCalls(function string) []workers.De
 }
 
 // runsNamed returns the runs match accepts.
-func (d *scriptedDriverForWorkerTests) runsNamed(match func(workers.RunSpec) bool) []workers.RunSpec {
+func (d *scriptedDriverForWorkerTests) runsNamed(match func(driver.RunSpec) bool) []driver.RunSpec {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []workers.RunSpec
+	var out []driver.RunSpec
 	for _, r := range d.runs {
 		if match(r) {
 			out = append(out, r)
@@ -175,9 +178,9 @@ type schedulingDriverForWorkerTests struct {
 	failApply error
 }
 
-var _ workers.Scheduler = (*schedulingDriverForWorkerTests)(nil)
+var _ driver.Scheduler = (*schedulingDriverForWorkerTests)(nil)
 
-func (d *schedulingDriverForWorkerTests) ApplySchedule(ctx context.Context, s workers.CronSpec) error {
+func (d *schedulingDriverForWorkerTests) ApplySchedule(ctx context.Context, s driver.CronSpec) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.failApply != nil {
@@ -195,7 +198,7 @@ func (d *schedulingDriverForWorkerTests) RemoveSchedule(ctx context.Context, nam
 	return nil
 }
 
-func (d *schedulingDriverForWorkerTests) schedule(trigger string) (workers.CronSpec, bool) {
+func (d *schedulingDriverForWorkerTests) schedule(trigger string) (driver.CronSpec, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s, ok := d.schedules[trigger]

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/workers"
@@ -53,13 +55,13 @@ func (m *memRecorder) records(path string) []store.Invocation {
 // (signalling started) and later runs succeed.
 func blockFirstRun(h *harness, started chan<- string) {
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
-			if len(d.runsNamed(func(x workers.RunSpec) bool { return x.Name == r.Name })) == 1 {
+		d.onRun = func(ctx context.Context, r driver.RunSpec) (driver.RunResult, error) {
+			if len(d.runsNamed(func(x driver.RunSpec) bool { return x.Name == r.Name })) == 1 {
 				started <- r.Name
 				<-ctx.Done()
-				return workers.RunResult{}, domain.Errorf(domain.EUNAVAILABLE, "run: %v", ctx.Err())
+				return driver.RunResult{}, domain.Errorf(domain.EUNAVAILABLE, "run: %v", ctx.Err())
 			}
-			return workers.RunResult{Stdout: "done\n"}, nil
+			return driver.RunResult{Stdout: "done\n"}, nil
 		}
 	})
 }
@@ -68,11 +70,11 @@ func blockFirstRun(h *harness, started chan<- string) {
 // with err, and later runs succeed.
 func failFirstRun(h *harness, err error) {
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
-			if len(d.runsNamed(func(x workers.RunSpec) bool { return x.Name == r.Name })) == 1 {
-				return workers.RunResult{}, err
+		d.onRun = func(ctx context.Context, r driver.RunSpec) (driver.RunResult, error) {
+			if len(d.runsNamed(func(x driver.RunSpec) bool { return x.Name == r.Name })) == 1 {
+				return driver.RunResult{}, err
 			}
-			return workers.RunResult{Stdout: "done\n"}, nil
+			return driver.RunResult{Stdout: "done\n"}, nil
 		}
 	})
 }
@@ -90,13 +92,13 @@ func TestStopDrainsRunningJobs(t *testing.T) {
 	}
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onRun = func(ctx context.Context, r workers.RunSpec) (workers.RunResult, error) {
+		d.onRun = func(ctx context.Context, r driver.RunSpec) (driver.RunResult, error) {
 			started <- struct{}{}
 			select {
 			case <-release:
-				return workers.RunResult{Stdout: "done\n"}, nil
+				return driver.RunResult{Stdout: "done\n"}, nil
 			case <-ctx.Done():
-				return workers.RunResult{}, domain.Errorf(domain.EUNAVAILABLE, "run: %v", ctx.Err())
+				return driver.RunResult{}, domain.Errorf(domain.EUNAVAILABLE, "run: %v", ctx.Err())
 			}
 		}
 	})
@@ -126,7 +128,7 @@ func TestStopDrainsRunningJobs(t *testing.T) {
 	if got := rec.statuses("long/1"); len(got) != 1 || got[0] != "200" {
 		t.Fatalf("invocations %q; want one 200", got)
 	}
-	if runs := h.driver.runsNamed(func(r workers.RunSpec) bool { return r.Name == "long" }); len(runs) != 1 {
+	if runs := h.driver.runsNamed(func(r driver.RunSpec) bool { return r.Name == "long" }); len(runs) != 1 {
 		t.Fatalf("%d runs, want 1", len(runs))
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/workers"
@@ -29,7 +31,7 @@ func newBuildGate() *buildGateForTest {
 	return &buildGateForTest{running: map[string]int{}, peak: map[string]int{}, gate: make(chan struct{})}
 }
 
-func (g *buildGateForTest) build(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
+func (g *buildGateForTest) build(ctx context.Context, b driver.BuildSpec) (driver.BuildResult, error) {
 	g.mu.Lock()
 	g.running[b.Namespace]++
 	g.peak[b.Namespace] = max(g.peak[b.Namespace], g.running[b.Namespace])
@@ -41,10 +43,10 @@ func (g *buildGateForTest) build(ctx context.Context, b workers.BuildSpec) (work
 	}()
 	if strings.HasPrefix(b.Function, "slow-") {
 		if err := blockUntil(ctx, g.gate); err != nil {
-			return workers.BuildResult{}, err
+			return driver.BuildResult{}, err
 		}
 	}
-	return workers.BuildResult{Image: fmt.Sprintf("local/%s:v%d", b.Function, b.Version)}, nil
+	return driver.BuildResult{Image: fmt.Sprintf("local/%s:v%d", b.Function, b.Version)}, nil
 }
 
 // open lets every blocked build, and all later ones, finish.
@@ -203,14 +205,14 @@ func TestBuildSlotIsReleasedHoweverTheBuildEnds(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
-		d.onBuild = func(ctx context.Context, b workers.BuildSpec) (workers.BuildResult, error) {
+		d.onBuild = func(ctx context.Context, b driver.BuildSpec) (driver.BuildResult, error) {
 			switch {
 			case b.Function == "panics" && d.buildCalls(b.Function, b.Version) == 1:
 				panic("the driver panics")
 			case b.Function == "fails":
-				return workers.BuildResult{}, domain.Errorf(domain.EINVALID, "image name too long")
+				return driver.BuildResult{}, domain.Errorf(domain.EINVALID, "image name too long")
 			}
-			return workers.BuildResult{Image: "local/" + b.Function}, nil
+			return driver.BuildResult{Image: "local/" + b.Function}, nil
 		}
 	})
 	h.start(func(c *workers.Config) { c.BuildWorkers, c.BuildsPerNamespace = 2, 1 })

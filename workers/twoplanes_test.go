@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/workers"
@@ -91,8 +93,8 @@ func TestTwoPlanesRunEachOthersBuilds(t *testing.T) {
 	})
 	ldC, dirC := newDriver()
 	ldC.UseBuildSource(sourceOf(t, h, st))
-	w2 := workers.Workload{Namespace: h.ns, Function: "py", Version: 2, Image: h.version("py", 2).Image, Config: h.version("py", 2).Config}
-	res, err := ldC.Run(context.Background(), workers.RunSpec{Workload: w2, Name: "c", RunID: 1, Event: json.RawMessage(`{"n": 3}`)})
+	w2 := driver.Workload{Namespace: h.ns, Function: "py", Version: 2, Image: h.version("py", 2).Image, Config: h.version("py", 2).Config}
+	res, err := ldC.Run(context.Background(), driver.RunSpec{Workload: w2, Name: "c", RunID: 1, Event: json.RawMessage(`{"n": 3}`)})
 	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, `"n": 3`) {
 		t.Fatalf("run of v2 on c = %+v, %v", res, err)
 	}
@@ -103,7 +105,7 @@ func TestTwoPlanesRunEachOthersBuilds(t *testing.T) {
 
 // sourceOf returns the BuildSource of a plane of its own on the harness's
 // database: Workers, not started.
-func sourceOf(t *testing.T, h *harness, st workers.CodeStore) workers.BuildSource {
+func sourceOf(t *testing.T, h *harness, st workers.CodeStore) driver.BuildSource {
 	t.Helper()
 	w, err := workers.New(h.pool, workers.Config{Driver: newScriptedDriver(), Code: st, Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
 	if err != nil {

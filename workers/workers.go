@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
@@ -61,7 +63,7 @@ type Config struct {
 	// same pool that inserts follow-up jobs with the workers' own client.
 	Store *store.Store
 	// Driver runs the functions (localdriver, k8sdriver). Required.
-	Driver Driver
+	Driver driver.Driver
 	// Code reads stored code for builds, checked against what each version
 	// recorded at upload (CodeStore): code changed in the object store fails
 	// the version and never reaches the driver. If it is also a CodeDeleter,
@@ -119,7 +121,7 @@ type Workers struct {
 	pool      *pgxpool.Pool
 	store     *store.Store
 	client    *river.Client[pgx.Tx]
-	scheduler Scheduler // nil: the leader fires cron slots through Driver.Run
+	scheduler driver.Scheduler // nil: the leader fires cron slots through Driver.Run
 	deleter   CodeDeleter
 	log       *slog.Logger
 	live      *liveness
@@ -141,13 +143,13 @@ type Workers struct {
 // EINTERNAL when River refuses the configuration.
 func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 	if cfg.Driver == nil {
-		return nil, domain.Errorf(domain.EINVALID, "workers: a Driver is required")
+		return nil, domain.Errorf(domain.EINVALID, "workers: a driver.Driver is required")
 	}
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
 	w := &Workers{cfg: cfg, pool: pool, log: cfg.Logger}
-	w.scheduler, _ = cfg.Driver.(Scheduler)
+	w.scheduler, _ = cfg.Driver.(driver.Scheduler)
 	w.deleter, _ = cfg.Code.(CodeDeleter)
 
 	ws := river.NewWorkers()
@@ -187,7 +189,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 	if w.store == nil {
 		w.store = store.New(pool, client)
 	}
-	if u, ok := cfg.Driver.(BuildSourceUser); ok {
+	if u, ok := cfg.Driver.(driver.BuildSourceUser); ok {
 		u.UseBuildSource(w)
 	}
 	return w, nil
@@ -350,7 +352,7 @@ func (w *Workers) Stop(ctx context.Context) error {
 func (w *Workers) now() time.Time { return w.cfg.Clock().UTC() }
 
 // Rollout asks for a function to be converged again; the local driver's
-// OnFailure callback calls it when a running version crash-loops, and the
+// crash reports (driver.Reports.Crashed) call it when a running version crash-loops, and the
 // rollout's Deploy then reports the crash as RolloutFailed. While a rollout
 // of the function waits, the insert is skipped (that one converges too);
 // while one runs, it may have deployed before the failure, so another is

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
+
+	"github.com/slessio/sless/driver"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -16,12 +17,11 @@ import (
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox"
 	"github.com/slessio/sless/localdriver/sandbox/egress"
-	"github.com/slessio/sless/workers"
 )
 
 // runningDriver is a driver with what the platform needs to stop it.
 type runningDriver struct {
-	workers.Driver
+	driver.Driver
 	close func(ctx context.Context) error
 	// sandbox is how function processes are isolated: bubblewrap, none
 	// (local) or kubernetes.
@@ -51,31 +51,36 @@ func (d *runningDriver) OwnsEndpoint(endpoint string) bool {
 
 // UseBuildSource hands the driver where to find the code of a version it
 // must build before running it (the local driver, whose builds are per data
-// dir: see workers.BuildSourceUser); workers.New calls it.
-func (d *runningDriver) UseBuildSource(s workers.BuildSource) {
-	if u, ok := d.Driver.(workers.BuildSourceUser); ok {
+// dir: see driver.BuildSourceUser); workers.New calls it.
+func (d *runningDriver) UseBuildSource(s driver.BuildSource) {
+	if u, ok := d.Driver.(driver.BuildSourceUser); ok {
 		u.UseBuildSource(s)
 	}
 }
 
-// driverHooks are how a driver reports what happens without a call of the
-// platform's: a crash-looping function after a successful deploy (the
-// platform rolls it out again, which records the failure), and a finished
-// run of a schedule the driver runs itself (recorded in the invocation log).
-type driverHooks struct {
-	onFailure func(ns, fn string)
-	onCronRun func(workers.CronRun)
+// openDriver returns the driver chosen by --driver, watching it with
+// reports (crash loops, finished runs of its own schedules) until it closes.
+func openDriver(ctx context.Context, c *config, dev bool, log *slog.Logger, reports driver.Reports) (*runningDriver, error) {
+	d, err := newDriver(ctx, c, dev, log)
+	if err != nil {
+		return nil, err
+	}
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	go d.Watch(wctx, reports)
+	closeDriver := d.close
+	d.close = func(ctx context.Context) error { stop(); return closeDriver(ctx) }
+	return d, nil
 }
 
-// openDriver returns the driver chosen by --driver.
-func openDriver(ctx context.Context, c *config, dev bool, log *slog.Logger, hooks driverHooks) (*runningDriver, error) {
+// newDriver makes the driver chosen by --driver.
+func newDriver(ctx context.Context, c *config, dev bool, log *slog.Logger) (*runningDriver, error) {
 	switch c.Driver {
 	case "local":
 		sb, err := openSandbox(c, dev, log)
 		if err != nil {
 			return nil, err
 		}
-		d, err := localdriver.New(localdriver.Options{Dir: c.path("local"), Sandbox: sb, Logger: log.With("component", "localdriver"), OnFailure: hooks.onFailure,
+		d, err := localdriver.New(localdriver.Options{Dir: c.path("local"), Sandbox: sb, Logger: log.With("component", "localdriver"),
 			BuildStepTimeout: c.BuildTimeout, MaxDepsBytes: c.DepsMaxBytes})
 		if err != nil {
 			_ = sb.Close()
@@ -90,16 +95,15 @@ func openDriver(ctx context.Context, c *config, dev bool, log *slog.Logger, hook
 		}
 		return &runningDriver{Driver: d, close: stop, sandbox: string(sb.Mode())}, nil
 	case "kubernetes":
-		return openKubernetes(ctx, c, log, hooks)
+		return openKubernetes(ctx, c, log)
 	default:
 		return nil, fmt.Errorf("--driver must be local or kubernetes, not %q", c.Driver)
 	}
 }
 
 // openKubernetes connects to the cluster (KUBECONFIG, else the in-cluster
-// service account) and watches for crash loops and finished cron runs until
-// the platform stops.
-func openKubernetes(ctx context.Context, c *config, log *slog.Logger, hooks driverHooks) (*runningDriver, error) {
+// service account).
+func openKubernetes(ctx context.Context, c *config, log *slog.Logger) (*runningDriver, error) {
 	var rc *rest.Config
 	var err error
 	if c.Kubeconfig != "" {
@@ -148,11 +152,8 @@ func openKubernetes(ctx context.Context, c *config, log *slog.Logger, hooks driv
 	if err != nil {
 		return nil, err
 	}
-	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	go d.WatchCrashLoops(wctx, 10*time.Second, hooks.onFailure)
-	go d.WatchCronRuns(wctx, 5*time.Second, hooks.onCronRun)
 	log.Info("running functions on Kubernetes", "host", rc.Host, "registry", c.Registry)
-	return &runningDriver{Driver: d, close: func(context.Context) error { stop(); return nil }, sandbox: "kubernetes"}, nil
+	return &runningDriver{Driver: d, close: func(context.Context) error { return nil }, sandbox: "kubernetes"}, nil
 }
 
 // parseMirrors reads --registry-mirrors: comma-separated registry=mirror pairs.

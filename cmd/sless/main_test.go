@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/localdriver/sandbox"
 	"github.com/slessio/sless/store/pgtest"
@@ -113,7 +115,7 @@ func TestServeRefusesDevelopmentCredentials(t *testing.T) {
 
 func TestOpenDriverRejectsUnknownDriver(t *testing.T) {
 	t.Parallel()
-	_, err := openDriver(context.Background(), &config{Driver: "nomad"}, false, nil, driverHooks{})
+	_, err := openDriver(context.Background(), &config{Driver: "nomad"}, false, nil, driver.Reports{})
 	if err == nil || !strings.Contains(err.Error(), "local or kubernetes") {
 		t.Fatalf("err = %v", err)
 	}

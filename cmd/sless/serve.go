@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -113,15 +115,15 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 			return nil
 		}
 	}
-	p.driver, err = openDriver(ctx, c, dev, log, driverHooks{
-		onFailure: func(ns, fn string) {
+	p.driver, err = openDriver(ctx, c, dev, log, driver.Reports{
+		Crashed: func(ns, fn string) {
 			if w := started(); w != nil {
 				if err := w.Rollout(context.WithoutCancel(ctx), ns, fn); err != nil {
 					log.Error("roll out after a crash loop", "namespace", ns, "function", fn, "error", err)
 				}
 			}
 		},
-		onCronRun: func(r workers.CronRun) {
+		CronRan: func(r driver.CronRun) {
 			if w := started(); w != nil {
 				w.RecordCronRun(r)
 			}

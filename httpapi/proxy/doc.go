@@ -124,7 +124,7 @@
 // changes under a lock, so a busy function is never stopped. A connection
 // refused by an endpoint believed awake (stopped or restarted behind the
 // proxy's back) wakes the function and retries the request once — nothing
-// had been sent. DriverScaler implements Scaler with a workers.Driver.
+// had been sent. DriverScaler implements Scaler with a driver.Driver.
 //
 // # Invocation log and metrics
 //
@@ -133,5 +133,5 @@
 // takes the cron and job runs of the workers into the same log and metrics.
 // The Prometheus series are listed on the metrics type.
 //
-// proxy may import domain, store and workers (the Driver port, for DriverScaler).
+// proxy may import domain, store and driver (the port, for DriverScaler); never workers.
 package proxy

@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/proxy"
 	"github.com/slessio/sless/internal/testutil"
-	"github.com/slessio/sless/workers"
 )
 
 // TestForeignEndpointStartsHere: with two control planes on one database,
@@ -256,7 +257,7 @@ func (f *fixture) buildVersion(name string, n int, files map[string]string) {
 	code, cfg := f.uploadVersion(name, n, files)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := f.driver.Build(ctx, workers.BuildSpec{Namespace: f.ns, Function: name, Version: n, Digest: code.Digest,
+	res, err := f.driver.Build(ctx, driver.BuildSpec{Namespace: f.ns, Function: name, Version: n, Digest: code.Digest,
 		ZipKey: code.ZipKey, Config: cfg, Code: f.code})
 	if err != nil || res.Failed {
 		f.t.Fatalf("build %s v%d: %v %s\n%s", name, n, err, res.Message, res.Log)
@@ -294,8 +295,8 @@ func (f *fixture) deployHere(name string, n int) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	endpoint, err := f.driver.Deploy(ctx, workers.Deployment{Replicas: 1,
-		Workload: workers.Workload{Namespace: f.ns, Function: name, Version: n, Image: v.Image, Config: v.Config}})
+	endpoint, err := f.driver.Deploy(ctx, driver.Deployment{Replicas: 1,
+		Workload: driver.Workload{Namespace: f.ns, Function: name, Version: n, Image: v.Image, Config: v.Config}})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -26,7 +28,6 @@ import (
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore/ziptest"
 	"github.com/slessio/sless/store/pgtest"
-	"github.com/slessio/sless/workers"
 )
 
 func TestMain(m *testing.M) {
@@ -267,12 +268,12 @@ func (f *fixture) create(name string, spec domain.FunctionSpec, files map[string
 
 // deploy creates, builds and runs a function with an http trigger through the
 // real local driver, records the rollout, and waits until the proxy routes it.
-func (f *fixture) deploy(name string, spec domain.FunctionSpec, files map[string]string) workers.Workload {
+func (f *fixture) deploy(name string, spec domain.FunctionSpec, files map[string]string) driver.Workload {
 	f.t.Helper()
 	w := f.build(name, spec, files)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	endpoint, err := f.driver.Deploy(ctx, workers.Deployment{Workload: w, Replicas: 1})
+	endpoint, err := f.driver.Deploy(ctx, driver.Deployment{Workload: w, Replicas: 1})
 	if err != nil {
 		f.t.Fatalf("deploy %s: %v", name, err)
 	}
@@ -283,12 +284,12 @@ func (f *fixture) deploy(name string, spec domain.FunctionSpec, files map[string
 // build creates a function with an http trigger and builds it through the
 // real local driver: version 1 is active (phase Ready), its rollout has not
 // run yet.
-func (f *fixture) build(name string, spec domain.FunctionSpec, files map[string]string) workers.Workload {
+func (f *fixture) build(name string, spec domain.FunctionSpec, files map[string]string) driver.Workload {
 	f.t.Helper()
 	cfg, code := f.create(name, spec, files, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := f.driver.Build(ctx, workers.BuildSpec{Namespace: f.ns, Function: name, Version: 1, Digest: code.Digest,
+	res, err := f.driver.Build(ctx, driver.BuildSpec{Namespace: f.ns, Function: name, Version: 1, Digest: code.Digest,
 		ZipKey: code.ZipKey, Config: cfg, Code: f.code})
 	if err != nil || res.Failed {
 		f.t.Fatalf("build %s: %v %s\n%s", name, err, res.Message, res.Log)
@@ -296,7 +297,7 @@ func (f *fixture) build(name string, spec domain.FunctionSpec, files map[string]
 	f.fn(name, func(fn *domain.Function) ([]domain.Event, error) {
 		return fn.SucceedBuild(1, res.Image, res.Log, time.Now())
 	})
-	return workers.Workload{Namespace: f.ns, Function: name, Version: 1, Image: res.Image, Config: cfg}
+	return driver.Workload{Namespace: f.ns, Function: name, Version: 1, Image: res.Image, Config: cfg}
 }
 
 // rollout records that version 1 runs at endpoint and waits for the proxy to know.

@@ -5,9 +5,10 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
-	"github.com/slessio/sless/workers"
 )
 
 // Scaler starts and stops a function's active version for scale to zero.
@@ -401,11 +402,11 @@ func (p *Proxy) exitReason(target *url.URL) string {
 }
 
 // DriverScaler is a Scaler that runs a function's active version through a
-// workers.Driver: Wake is Deploy with one replica, Sleep Deploy with none.
+// driver.Driver: Wake is Deploy with one replica, Sleep Deploy with none.
 // It reads the active version from the read model (one query per start or
 // stop, never per request).
 type DriverScaler struct {
-	Driver workers.Driver
+	Driver driver.Driver
 	Store  *store.Store
 }
 
@@ -423,7 +424,7 @@ func (s DriverScaler) Wake(ctx context.Context, namespace, function string) (str
 	if err != nil {
 		return "", err
 	}
-	return s.Driver.Deploy(ctx, workers.Deployment{Workload: w, Replicas: 1})
+	return s.Driver.Deploy(ctx, driver.Deployment{Workload: w, Replicas: 1})
 }
 
 // Sleep deploys the active version with no replicas.
@@ -433,7 +434,7 @@ func (s DriverScaler) Sleep(ctx context.Context, namespace, function string) err
 	if err != nil {
 		return err
 	}
-	_, err = s.Driver.Deploy(ctx, workers.Deployment{Workload: w, Replicas: 0})
+	_, err = s.Driver.Deploy(ctx, driver.Deployment{Workload: w, Replicas: 0})
 	return err
 }
 
@@ -471,20 +472,20 @@ func (s DriverScaler) StopHere(ctx context.Context, namespace, function string) 
 	return s.Driver.Remove(ctx, namespace, function)
 }
 
-func (s DriverScaler) workload(ctx context.Context, ns, name string) (workers.Workload, error) {
+func (s DriverScaler) workload(ctx context.Context, ns, name string) (driver.Workload, error) {
 	f, err := s.Store.GetFunction(ctx, ns, name)
 	if err != nil {
-		return workers.Workload{}, err
+		return driver.Workload{}, err
 	}
 	if f.ActiveVersion == 0 {
-		return workers.Workload{}, domain.Errorf(domain.EUNPROCESSABLE, "function %q has no active version", name)
+		return driver.Workload{}, domain.Errorf(domain.EUNPROCESSABLE, "function %q has no active version", name)
 	}
 	v, err := s.Store.GetVersion(ctx, ns, name, f.ActiveVersion)
 	if err != nil {
-		return workers.Workload{}, err
+		return driver.Workload{}, err
 	}
 	if v.BuildStatus != domain.BuildStatusSucceeded {
-		return workers.Workload{}, domain.Errorf(domain.EUNPROCESSABLE, "version %d of %q is not built (%s)", v.Number, name, v.BuildStatus)
+		return driver.Workload{}, domain.Errorf(domain.EUNPROCESSABLE, "version %d of %q is not built (%s)", v.Number, name, v.BuildStatus)
 	}
-	return workers.Workload{Namespace: ns, Function: name, Version: v.Number, Image: v.Image, Config: v.Config}, nil
+	return driver.Workload{Namespace: ns, Function: name, Version: v.Number, Image: v.Image, Config: v.Config}, nil
 }

@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/google/uuid"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/proxy"
 	"github.com/slessio/sless/store"
-	"github.com/slessio/sless/workers"
 )
 
 // TestScaleToZeroAndColdStart: an idle function is stopped; 50 requests at
@@ -174,14 +175,14 @@ func TestDialFailureWakesAgain(t *testing.T) {
 // crash or an operator would, without the proxy knowing, and waits until its
 // socket takes no connection: until then a request may still reach the dying
 // process and fail after it was sent, which no proxy may retry blindly.
-func (f *fixture) stopBehindTheBack(w workers.Workload) {
+func (f *fixture) stopBehindTheBack(w driver.Workload) {
 	f.t.Helper()
 	st, _ := f.proxy.Lookup(f.ns, w.Function)
 	socket, ok := strings.CutPrefix(st.Live, "unix:")
 	if !ok {
 		f.t.Fatalf("no live endpoint for %s: %+v", w.Function, st)
 	}
-	if _, err := f.driver.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 0}); err != nil {
+	if _, err := f.driver.Deploy(context.Background(), driver.Deployment{Workload: w, Replicas: 0}); err != nil {
 		f.t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/proxy"
-	"github.com/slessio/sless/workers"
 )
 
 // TestStartingFunctionIsWaitedFor: requests to a function whose rollout has
@@ -48,7 +49,7 @@ func TestStartingFunctionIsWaitedFor(t *testing.T) {
 	first, _ := f.proxy.Lookup(f.ns, "fresh")
 	f.rollout("fresh", first.Live)
 	f.trigger("fresh-http", func(tr *domain.Trigger) ([]domain.Event, error) { return tr.SetEnabled(false, time.Now()) })
-	if _, err := f.driver.Deploy(context.Background(), workers.Deployment{Workload: w, Replicas: 0}); err != nil {
+	if _, err := f.driver.Deploy(context.Background(), driver.Deployment{Workload: w, Replicas: 0}); err != nil {
 		t.Fatal(err)
 	}
 	f.fn("fresh", func(fn *domain.Function) ([]domain.Event, error) { return fn.CompleteRollout(1, "", time.Now()) })

@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/workers"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,23 +37,23 @@ func builderConfig() Config {
 
 const goldenNS = "sless-0123456789abcdef"
 
-func goldenWorkload() workers.Workload {
-	return workers.Workload{Namespace: goldenNS, Function: "hello", Version: 3,
+func goldenWorkload() driver.Workload {
+	return driver.Workload{Namespace: goldenNS, Function: "hello", Version: 3,
 		Image: "registry.test/sless/" + goldenNS + "/hello:0123456789abcdef01234567-89abcdef",
 		Config: domain.FunctionConfig{Runtime: domain.RuntimePython311, Entrypoint: "handler.handle", MemoryMB: 256, TimeoutSec: 30,
 			EnvVars: map[string]string{"DB_PASSWORD": "hunter2-literal", "GREETING": "hi", "API_TOKEN": "tok-literal"}}}
 }
 
-func goldenBuild(rt domain.Runtime, entrypoint string) workers.BuildSpec {
-	return workers.BuildSpec{Namespace: goldenNS, Function: "hello", Version: 3,
+func goldenBuild(rt domain.Runtime, entrypoint string) driver.BuildSpec {
+	return driver.BuildSpec{Namespace: goldenNS, Function: "hello", Version: 3,
 		Digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 		ZipKey: "code/" + goldenNS + "/hello/0123/source.zip", ContextKey: "code/" + goldenNS + "/hello/0123/context-00aa.tar.gz",
 		Config: domain.FunctionConfig{Runtime: rt, Entrypoint: entrypoint, MemoryMB: 128, TimeoutSec: 30}}
 }
 
 // goldenRun is the run of the golden RunJob and EventSecret.
-func goldenRun() workers.RunSpec {
-	return workers.RunSpec{Workload: goldenWorkload(), Name: "nightly-report", RunID: 42, Event: json.RawMessage(`{"n":7}`)}
+func goldenRun() driver.RunSpec {
+	return driver.RunSpec{Workload: goldenWorkload(), Name: "nightly-report", RunID: 42, Event: json.RawMessage(`{"n":7}`)}
 }
 
 // goldenObjects are every builder's output for the golden inputs.
@@ -73,12 +74,12 @@ func goldenObjects(t *testing.T) map[string]any {
 		"tenant-limitrange":    tenant.LimitRange,
 		"kaniko-python-cache":  KanikoJob(cfg, goldenBuild(domain.RuntimePython311, "handler.handle")),
 		"kaniko-go-nocache":    KanikoJob(noCache, goldenBuild(domain.RuntimeGo123, "Handle")),
-		"deployment":           Deployment(workers.Deployment{Workload: w, Replicas: 2}),
+		"deployment":           Deployment(driver.Deployment{Workload: w, Replicas: 2}),
 		"service":              Service(goldenNS, "hello"),
 		"env-secret":           EnvSecret(w),
 		"run-job":              RunJob(cfg, goldenRun()),
 		"run-secret":           EventSecret(goldenRun()),
-		"cronjob-suspended":    CronJob(Config{Registry: "r", S3: S3Config{Bucket: "b"}, CronTimeZone: "Europe/Paris"}, workers.CronSpec{Workload: w, Trigger: "every-minute", Schedule: "* * * * *", Enabled: false}),
+		"cronjob-suspended":    CronJob(Config{Registry: "r", S3: S3Config{Bucket: "b"}, CronTimeZone: "Europe/Paris"}, driver.CronSpec{Workload: w, Trigger: "every-minute", Schedule: "* * * * *", Enabled: false}),
 	}
 }
 
@@ -436,11 +437,11 @@ func TestJobLabels(t *testing.T) {
 func TestNames(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("a", 63)
-	if n := RunJobName(workers.RunSpec{Workload: workers.Workload{Namespace: goldenNS, Function: long}, Name: long + "-1700000000", RunID: 1700000000}); len(n) > 49 {
+	if n := RunJobName(driver.RunSpec{Workload: driver.Workload{Namespace: goldenNS, Function: long}, Name: long + "-1700000000", RunID: 1700000000}); len(n) > 49 {
 		t.Errorf("RunJobName = %q (%d characters), want at most 49", n, len(n))
 	}
-	a := RunJobName(workers.RunSpec{Workload: workers.Workload{Namespace: goldenNS, Function: "f"}, Name: "job-f", RunID: 1})
-	b := RunJobName(workers.RunSpec{Workload: workers.Workload{Namespace: goldenNS, Function: "f"}, Name: "job-f", RunID: 2})
+	a := RunJobName(driver.RunSpec{Workload: driver.Workload{Namespace: goldenNS, Function: "f"}, Name: "job-f", RunID: 1})
+	b := RunJobName(driver.RunSpec{Workload: driver.Workload{Namespace: goldenNS, Function: "f"}, Name: "job-f", RunID: 2})
 	if a == b {
 		t.Error("two runs of the same job share a Job name")
 	}

@@ -77,6 +77,10 @@ type Config struct {
 	// Poll is how often the driver looks at a Job or Deployment it waits for
 	// (default 1 s).
 	Poll time.Duration
+	// CrashWatchInterval and CronWatchInterval are how often Watch lists the
+	// serving pods for crash loops (default 10 s) and the finished Jobs of
+	// schedules (default 5 s).
+	CrashWatchInterval, CronWatchInterval time.Duration
 	// Logs reads container output; nil uses k8sdriver.KubeletLogs on the
 	// driver's client.
 	Logs LogSource
@@ -186,6 +190,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.CrashLoopRestarts <= 0 {
 		c.CrashLoopRestarts = 3
+	}
+	if c.CrashWatchInterval <= 0 {
+		c.CrashWatchInterval = 10 * time.Second
+	}
+	if c.CronWatchInterval <= 0 {
+		c.CronWatchInterval = 5 * time.Second
 	}
 	return c
 }

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/slessio/sless/workers"
+	"github.com/slessio/sless/driver"
+
 	batchv1 "k8s.io/api/batch/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 )
@@ -16,7 +17,7 @@ import (
 // from the API, it is made by the platform from the trigger's name and
 // schedule, both validated (ApplySchedule), so no user-supplied value
 // becomes literal in the pod spec.
-func CronJob(cfg Config, c workers.CronSpec) *batchv1ac.CronJobApplyConfiguration {
+func CronJob(cfg Config, c driver.CronSpec) *batchv1ac.CronJobApplyConfiguration {
 	cfg = cfg.WithDefaults()
 	l := objectLabels("cron", c.Function, LabelVersion, strconv.Itoa(c.Version), LabelTrigger, c.Trigger)
 	event, _ := json.Marshal(map[string]string{"trigger": c.Trigger, "schedule": c.Schedule})

@@ -3,7 +3,8 @@ package resources
 import (
 	"strconv"
 
-	"github.com/slessio/sless/workers"
+	"github.com/slessio/sless/driver"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -19,7 +20,7 @@ func serverSelector(function string) map[string]string {
 // Deployment returns the Deployment that serves a version of a function with
 // d.Replicas pods (0 scales it to zero). A new version rolls out one extra
 // pod at a time and takes no ready pod away before its successor is ready.
-func Deployment(d workers.Deployment) *appsv1ac.DeploymentApplyConfiguration {
+func Deployment(d driver.Deployment) *appsv1ac.DeploymentApplyConfiguration {
 	w := d.Workload
 	l := objectLabels("server", w.Function, LabelVersion, strconv.Itoa(w.Version))
 	pod := functionPod(w, corev1.RestartPolicyAlways, platformEnv(w))

@@ -5,8 +5,9 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/runtimes"
-	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
@@ -25,14 +26,14 @@ const kanikoDockerDir = "/kaniko/.docker"
 // buildArgs returns the build arguments (NAME=value) of a build, as its
 // runtime describes them: the Go runtime compiles the entrypoint into the
 // image (runtimes/go1.23/Dockerfile).
-func buildArgs(b workers.BuildSpec) []string {
+func buildArgs(b driver.BuildSpec) []string {
 	return runtimes.Describe(b.Config.Runtime).ImageBuildArgs(b.Config.Entrypoint)
 }
 
 // KanikoArgs returns the kaniko command line of a build, in a fixed order.
 // --cache follows Config.Cache both ways, explicitly: kaniko's default must
 // not decide it.
-func KanikoArgs(cfg Config, b workers.BuildSpec) []string {
+func KanikoArgs(cfg Config, b driver.BuildSpec) []string {
 	cfg = cfg.WithDefaults()
 	args := []string{
 		"--context=s3://" + cfg.S3.Bucket + "/" + b.ContextKey,
@@ -59,7 +60,7 @@ func KanikoArgs(cfg Config, b workers.BuildSpec) []string {
 // namespace: one pod attempt plus one retry, a deadline, resource limits, no
 // service account token, the S3 credentials from a Secret by reference and
 // the registry credentials as a mounted docker config.
-func KanikoJob(cfg Config, b workers.BuildSpec) *batchv1ac.JobApplyConfiguration {
+func KanikoJob(cfg Config, b driver.BuildSpec) *batchv1ac.JobApplyConfiguration {
 	cfg = cfg.WithDefaults()
 	tag := ImageTag(b)
 	name := BuildJobName(b.Namespace, b.Function, tag)

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/slessio/sless/workers"
+	"github.com/slessio/sless/driver"
 )
 
 // Labels on every object the driver makes. Pods carry them too (through the
@@ -51,7 +51,7 @@ func ServiceHost(namespace, function, clusterDomain string) string {
 // RunJobName returns the Job name of one run: readable, at most 49
 // characters (pods add a suffix), and the same for the same run, so that a
 // retried Run finds its Job.
-func RunJobName(r workers.RunSpec) string {
+func RunJobName(r driver.RunSpec) string {
 	name := strings.Trim(truncate(sanitize(r.Name), 40), "-")
 	if name == "" {
 		name = "run"
@@ -78,13 +78,13 @@ func BuildJobName(namespace, function, tag string) string {
 // digest and everything else that changes the image (the build context, which
 // names the base image, and the Go entrypoint compiled in): the same code
 // builds to the same tag, so a rebuild is a no-op.
-func ImageTag(b workers.BuildSpec) string {
+func ImageTag(b driver.BuildSpec) string {
 	digest := strings.TrimPrefix(b.Digest, "sha256:")
 	return truncate(sanitize(digest), 24) + "-" + shortHash(b.ContextKey, strings.Join(buildArgs(b), " "))
 }
 
 // Image returns the image reference of a version.
-func Image(registry string, b workers.BuildSpec) string {
+func Image(registry string, b driver.BuildSpec) string {
 	return strings.TrimSuffix(registry, "/") + "/" + b.Namespace + "/" + b.Function + ":" + ImageTag(b)
 }
 

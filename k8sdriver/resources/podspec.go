@@ -4,9 +4,10 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/runtimes"
-	"github.com/slessio/sless/workers"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -35,7 +36,7 @@ func objectLabels(component, function string, extra ...string) map[string]string
 // functionPod is the pod spec shared by servers, runs and cron runs: the
 // Pod Security "restricted" profile, no service account token, no service
 // links, a read-only root fs with a small /tmp.
-func functionPod(w workers.Workload, restart corev1.RestartPolicy, env []envVar) *corev1ac.PodSpecApplyConfiguration {
+func functionPod(w driver.Workload, restart corev1.RestartPolicy, env []envVar) *corev1ac.PodSpecApplyConfiguration {
 	return corev1ac.PodSpec().
 		WithRestartPolicy(restart).
 		WithAutomountServiceAccountToken(false).
@@ -54,7 +55,7 @@ func functionPod(w workers.Workload, restart corev1.RestartPolicy, env []envVar)
 
 // functionContainer runs the version's image with the platform's variables
 // as env and the user's from the version's Secret.
-func functionContainer(w workers.Workload, env []envVar) *corev1ac.ContainerApplyConfiguration {
+func functionContainer(w driver.Workload, env []envVar) *corev1ac.ContainerApplyConfiguration {
 	mem := resource.MustParse(strconv.Itoa(memoryMB(w.Config)) + "Mi")
 	c := corev1ac.Container().
 		WithName(ContainerName).
@@ -97,7 +98,7 @@ func literalEnv(name, value string) envVar { return envVar{name: name, value: va
 func secretKeyEnv(name, secret string) envVar { return envVar{name: name, secret: secret} }
 
 // platformEnv returns the variables of the wrapper contract, sorted by name.
-func platformEnv(w workers.Workload, extra ...envVar) []envVar {
+func platformEnv(w driver.Workload, extra ...envVar) []envVar {
 	env := append([]envVar{
 		literalEnv(runtimes.EnvPort, strconv.Itoa(Port)),
 		literalEnv(runtimes.EnvEntrypoint, w.Config.Entrypoint),
@@ -132,7 +133,7 @@ func envApply(env []envVar) []*corev1ac.EnvVarApplyConfiguration {
 
 // EnvSecret returns the immutable Secret with a version's environment
 // variables, or nil when it has none.
-func EnvSecret(w workers.Workload) *corev1ac.SecretApplyConfiguration {
+func EnvSecret(w driver.Workload) *corev1ac.SecretApplyConfiguration {
 	if len(w.Config.EnvVars) == 0 {
 		return nil
 	}

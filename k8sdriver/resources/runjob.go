@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/runtimes"
-	"github.com/slessio/sless/workers"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
@@ -19,7 +20,7 @@ const EventKey = runtimes.EnvEvent
 
 // jobEnv returns the variables of a job-mode container; event is its
 // SLESS_EVENT.
-func jobEnv(w workers.Workload, event envVar) []envVar {
+func jobEnv(w driver.Workload, event envVar) []envVar {
 	return platformEnv(w,
 		event,
 		literalEnv(runtimes.EnvMode, string(runtimes.ModeJob)),
@@ -28,7 +29,7 @@ func jobEnv(w workers.Workload, event envVar) []envVar {
 
 // jobSpec is the Job spec of a run or cron run: one attempt, never
 // restarted, killed after the function's timeout plus a start grace.
-func jobSpec(cfg Config, w workers.Workload, event envVar, podLabels map[string]string) *batchv1ac.JobSpecApplyConfiguration {
+func jobSpec(cfg Config, w driver.Workload, event envVar, podLabels map[string]string) *batchv1ac.JobSpecApplyConfiguration {
 	deadline := int64(w.Config.TimeoutSec) + int64(cfg.JobStartGrace.Seconds())
 	return batchv1ac.JobSpec().
 		WithBackoffLimit(0).
@@ -38,7 +39,7 @@ func jobSpec(cfg Config, w workers.Workload, event envVar, podLabels map[string]
 }
 
 // runLabels are the labels of a run's Job, its pod and its event Secret.
-func runLabels(r workers.RunSpec) map[string]string {
+func runLabels(r driver.RunSpec) map[string]string {
 	return objectLabels("run", r.Function, LabelVersion, strconv.Itoa(r.Version), LabelJob, RunJobName(r))
 }
 
@@ -47,7 +48,7 @@ func runLabels(r workers.RunSpec) map[string]string {
 // the run's EventSecret: the event is the user's input, never literal in a
 // pod spec. ttlSecondsAfterFinished is left out: the driver sets it once it
 // has read the output.
-func RunJob(cfg Config, r workers.RunSpec) *batchv1ac.JobApplyConfiguration {
+func RunJob(cfg Config, r driver.RunSpec) *batchv1ac.JobApplyConfiguration {
 	cfg = cfg.WithDefaults()
 	name := RunJobName(r)
 	l := runLabels(r)
@@ -60,7 +61,7 @@ func RunJob(cfg Config, r workers.RunSpec) *batchv1ac.JobApplyConfiguration {
 // EventKey ({} when the run has none). It has the name and labels of the
 // run's Job, which the driver makes its owner once the Job exists, so it
 // goes with the Job.
-func EventSecret(r workers.RunSpec) *corev1ac.SecretApplyConfiguration {
+func EventSecret(r driver.RunSpec) *corev1ac.SecretApplyConfiguration {
 	event := r.Event
 	if len(event) == 0 {
 		event = json.RawMessage("{}")

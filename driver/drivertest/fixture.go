@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/ziptest"
-	"github.com/slessio/sless/workers"
 )
 
 // fn is one function of a case, in a namespace of its own. Its cleanup
@@ -26,7 +27,7 @@ type fn struct {
 	t        *testing.T
 	h        Harness
 	ns, name string
-	specs    []workers.BuildSpec // by version - 1
+	specs    []driver.BuildSpec // by version - 1
 }
 
 func newFn(t *testing.T, h Harness, name string) *fn {
@@ -68,7 +69,7 @@ func config(s sample, env map[string]string, timeoutSec int) domain.FunctionConf
 }
 
 // build uploads s as the function's next version, as the API does, and builds it.
-func (x *fn) build(s sample, cfg domain.FunctionConfig) (workers.Workload, workers.BuildResult) {
+func (x *fn) build(s sample, cfg domain.FunctionConfig) (driver.Workload, driver.BuildResult) {
 	x.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), x.h.BuildTimeout)
 	defer cancel()
@@ -83,16 +84,16 @@ func (x *fn) build(s sample, cfg domain.FunctionConfig) (workers.Workload, worke
 	if err != nil {
 		x.t.Fatalf("store sample code: %v", err)
 	}
-	spec := workers.BuildSpec{Namespace: x.ns, Function: x.name, Version: len(x.specs) + 1, Digest: obj.Digest,
+	spec := driver.BuildSpec{Namespace: x.ns, Function: x.name, Version: len(x.specs) + 1, Digest: obj.Digest,
 		ZipKey: obj.ZipKey, ContextKey: obj.ContextKey, Config: cfg, Code: x.h.Code}
 	x.specs = append(x.specs, spec)
 	res := x.rebuild(spec.Version)
-	w := workers.Workload{Namespace: x.ns, Function: x.name, Version: spec.Version, Image: res.Image, Config: cfg}
+	w := driver.Workload{Namespace: x.ns, Function: x.name, Version: spec.Version, Image: res.Image, Config: cfg}
 	return w, res
 }
 
 // rebuild builds an uploaded version (again).
-func (x *fn) rebuild(version int) workers.BuildResult {
+func (x *fn) rebuild(version int) driver.BuildResult {
 	x.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), x.h.BuildTimeout)
 	defer cancel()
@@ -107,7 +108,7 @@ func (x *fn) rebuild(version int) workers.BuildResult {
 }
 
 // mustBuild is build for a sample that must build.
-func (x *fn) mustBuild(s sample, cfg domain.FunctionConfig) workers.Workload {
+func (x *fn) mustBuild(s sample, cfg domain.FunctionConfig) driver.Workload {
 	x.t.Helper()
 	w, res := x.build(s, cfg)
 	if res.Failed || res.Image == "" {
@@ -116,14 +117,14 @@ func (x *fn) mustBuild(s sample, cfg domain.FunctionConfig) workers.Workload {
 	return w
 }
 
-func (x *fn) deploy(w workers.Workload, replicas int) (string, error) {
+func (x *fn) deploy(w driver.Workload, replicas int) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), x.h.DeployTimeout)
 	defer cancel()
-	return x.h.Driver.Deploy(ctx, workers.Deployment{Workload: w, Replicas: replicas})
+	return x.h.Driver.Deploy(ctx, driver.Deployment{Workload: w, Replicas: replicas})
 }
 
 // mustDeploy deploys one replica of w and returns the URL of its endpoint.
-func (x *fn) mustDeploy(w workers.Workload) string {
+func (x *fn) mustDeploy(w driver.Workload) string {
 	x.t.Helper()
 	endpoint, err := x.deploy(w, 1)
 	if err != nil {
@@ -136,7 +137,7 @@ func (x *fn) mustDeploy(w workers.Workload) string {
 }
 
 // run runs w once as a job with event.
-func (x *fn) run(w workers.Workload, event string) workers.RunResult {
+func (x *fn) run(w driver.Workload, event string) driver.RunResult {
 	x.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), x.h.DeployTimeout)
 	defer cancel()
@@ -147,8 +148,8 @@ func (x *fn) run(w workers.Workload, event string) workers.RunResult {
 	return res
 }
 
-func runSpec(w workers.Workload, event string) workers.RunSpec {
-	return workers.RunSpec{Workload: w, Name: "job-" + w.Function, RunID: 1, Event: json.RawMessage(event)}
+func runSpec(w driver.Workload, event string) driver.RunSpec {
+	return driver.RunSpec{Workload: w, Name: "job-" + w.Function, RunID: 1, Event: json.RawMessage(event)}
 }
 
 // answer is what the samples return.

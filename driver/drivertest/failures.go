@@ -6,7 +6,7 @@ import (
 )
 
 // FailureRecorder collects crash-loop reports: pass its Record as the
-// driver's failure callback (localdriver.Options.OnFailure) and its Wait as
+// driver's Reports.Crashed (driver.Driver.Watch) and its Wait as
 // Harness.WaitCrashLoop. The zero value is ready to use.
 type FailureRecorder struct {
 	mu      sync.Mutex

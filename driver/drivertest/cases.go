@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/internal/testutil"
-	"github.com/slessio/sless/workers"
 )
 
 // testServe builds a version, checks that building it again changes
@@ -98,7 +99,7 @@ func testRollVersions(t *testing.T, h Harness) {
 	w2 := x.mustBuild(s2, config(s2, map[string]string{"GREETING": "two"}, 0))
 	var last answer
 	for i, step := range []struct {
-		w                 workers.Workload
+		w                 driver.Workload
 		version, greeting string
 	}{{w1, "v1", "one"}, {w2, "v2", "two"}, {w1, "v1", "one"}} {
 		endpoint := x.mustDeploy(step.w)
@@ -129,7 +130,7 @@ func testSwitchVersions(t *testing.T, h Harness) {
 	}
 	w2 := x.mustBuild(s2, config(s2, nil, 0)) // built under load
 	for _, step := range []struct {
-		w       workers.Workload
+		w       driver.Workload
 		version string
 	}{{w2, "v2"}, {w1, "v1"}} {
 		hm.retarget(x.mustDeploy(step.w))

@@ -6,16 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/driver"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store/codestore"
-	"github.com/slessio/sless/workers"
 )
 
 // Code is where the suite stores sample code and the driver reads it from;
 // *codestore.Store implements it.
 type Code interface {
-	workers.CodeFetcher
+	driver.CodeFetcher
 	Put(ctx context.Context, ns, fn string, incarnation int, zip []byte, files []codestore.File, baseImage string, steps ...codestore.ImageSteps) (codestore.Object, error)
 }
 
@@ -23,14 +24,14 @@ type Code interface {
 type Harness struct {
 	// Driver is the driver under test. Cases use it in parallel; the suite
 	// does not close it.
-	Driver workers.Driver
+	Driver driver.Driver
 	// Code stores the sample code; the suite passes it to Build as BuildSpec.Code.
 	Code Code
 	// BaseImage names the base image of a runtime for the build context;
 	// nil means "sless/<runtime>".
 	BaseImage func(domain.Runtime) string
 	// WaitCrashLoop returns nil once the driver reported that the function
-	// crash-loops (localdriver: its OnFailure callback; FailureRecorder.Wait
+	// crash-loops (its Reports.Crashed, from Watch; FailureRecorder.Wait
 	// fits), or ctx's error.
 	WaitCrashLoop func(ctx context.Context, namespace, function string) error
 	// Leftovers lists what of a function is still on the platform after

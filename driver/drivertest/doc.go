@@ -1,4 +1,4 @@
-// Package drivertest is the conformance suite of the workers.Driver port: one
+// Package drivertest is the conformance suite of the driver.Driver port: one
 // set of cases that every driver (localdriver, k8sdriver) must pass, run from
 // the driver's own tests with Run and a Harness.
 //
@@ -16,5 +16,5 @@
 // interpreters, the Kubernetes driver on the test cluster's real node
 // (kaniko builds, pods, pod logs).
 //
-// It may import domain, runtimes, store/codestore and workers.
+// It may import domain, driver, runtimes and store/codestore (to store its samples as the API does).
 package drivertest

@@ -1,4 +1,4 @@
-package workers
+package driver
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 // Driver is what the workers need from the platform that runs functions:
 // localdriver (processes on this machine) and k8sdriver (Kubernetes) implement
-// it, and workers/drivertest is the conformance suite both must pass.
+// it, and driver/drivertest is the conformance suite both must pass.
 // Every method is idempotent: River may deliver a job twice.
 type Driver interface {
 	// Build turns the stored code of a version into something runnable (an
@@ -36,6 +36,26 @@ type Driver interface {
 	// Remove deletes every workload, schedule and build artifact of a function.
 	// Removing what does not exist is not an error.
 	Remove(ctx context.Context, namespace, function string) error
+
+	// Watch reports what the driver sees happen without a call of the
+	// platform's, until ctx ends; it returns then. The wiring calls it once,
+	// right after making the driver; what happens before is not reported.
+	Watch(ctx context.Context, r Reports)
+}
+
+// Reports are the callbacks of Watch; a nil one is not called. They are
+// called from the driver's own goroutines and must not block for long.
+type Reports struct {
+	// Crashed: the running version of a function crash-loops after a
+	// successful Deploy (the local driver: CrashLoopRestarts exits in its
+	// window; Kubernetes: a serving pod's container restarted that often).
+	// The platform rolls the function out again, and that Deploy fails
+	// with EUNPROCESSABLE, which records the failure on the version.
+	Crashed func(namespace, function string)
+	// CronRan: a run of a schedule that a Scheduler driver runs itself
+	// finished; the platform records it in the invocation log. Each run is
+	// reported once, also with several control planes watching.
+	CronRan func(CronRun)
 }
 
 // Scheduler is implemented by drivers that run cron triggers themselves
