@@ -28,7 +28,7 @@
 // A new trigger type (say queue) starts here: its TriggerType constant, its
 // place in TriggerTypes, and its spec rules in Trigger.Create. Every switch
 // on the type then either handles it or fails loudly, and the tests that walk
-// TriggerTypes show which: workers.TriggerJobs (the job a change of such a
+// TriggerTypes show which: outbox.TriggerJobs (the job a change of such a
 // trigger causes; a worker of its own in workers/ if it needs one) and the
 // rollout's step for the function's triggers (workers/rollout.go), and its
 // request, rendering and job through the API (httpapi's
@@ -39,5 +39,5 @@
 //
 // A new command (a use case that appends events) is a method on this
 // package's aggregate that returns events or an *Error, a case in its Apply,
-// and its use case in httpapi/command (see that package).
+// and its use case in command (see that package).
 package domain

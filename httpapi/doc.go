@@ -16,7 +16,7 @@
 // bucket of the caller's namespace (429 with Retry-After), and the namespace
 // check ({ns} must be the caller's; operators may read any: 403 otherwise).
 //
-// Handlers decode, call one command of httpapi/command (which owns the
+// Handlers decode, call one command of command (which owns the
 // transaction: load, decide in domain, append, choose the River jobs) or one
 // query of the store, and render. Every error is rendered as
 // {"error": {"code", "message", "field"}} by one Echo HTTPErrorHandler
@@ -33,7 +33,7 @@
 // errors on that route also carry X-Sless-Error, and a function without a
 // built version is 409.
 //
-// httpapi may import domain, store (and store/codestore), httpapi/command,
+// httpapi may import domain, store (and store/codestore), command,
 // httpapi/auth, httpapi/wire and Prometheus' client; the job kinds of workers
-// are chosen in httpapi/command.
+// are chosen in command.
 package httpapi

@@ -6,7 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/httpapi/command"
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/httpapi/wire"
 )
 

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
-	"github.com/slessio/sless/workers"
 )
 
 // These helpers append what the API appends for a request, with the jobs
@@ -59,7 +60,7 @@ func (h *harness) functionCmd(name string, cmd func(*domain.Function) ([]domain.
 		if err := tx.Append(ctx, stream, f, evs); err != nil {
 			return err
 		}
-		return tx.Append(ctx, stream, f, nil, workers.FunctionJobs(f, evs)...)
+		return tx.Append(ctx, stream, f, nil, outbox.FunctionJobs(f, evs)...)
 	})
 	if err != nil {
 		h.t.Fatal(err)
@@ -104,7 +105,7 @@ func (h *harness) triggerCmd(name string, before func(), cmd func(*domain.Trigge
 		if t.Exists {
 			prior = *t
 		}
-		if err := tx.Append(ctx, stream, t, nil, workers.TriggerJobs(prior, evs)...); err != nil {
+		if err := tx.Append(ctx, stream, t, nil, outbox.TriggerJobs(prior, evs)...); err != nil {
 			return err
 		}
 		if before != nil {
@@ -145,7 +146,7 @@ func (h *harness) jobCmd(name string, cmd func(*domain.Job) ([]domain.Event, err
 		if err != nil {
 			return err
 		}
-		return tx.Append(ctx, stream, j, evs, workers.RunJobs(j, evs)...)
+		return tx.Append(ctx, stream, j, evs, outbox.RunJobs(j, evs)...)
 	})
 	if err != nil {
 		h.t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/slessio/sless/driver"
 
 	"github.com/riverqueue/river"
@@ -27,7 +29,7 @@ import (
 // finds BuildStarted already there and builds again; once an outcome is
 // recorded, a rerun completes without calling the driver.
 type buildWorker struct {
-	river.WorkerDefaults[BuildArgs]
+	river.WorkerDefaults[outbox.BuildArgs]
 	w *Workers
 	// retryIn holds, by job ID, the delay before the next attempt of a
 	// build the driver failed (NextRetry).
@@ -39,7 +41,7 @@ type buildWorker struct {
 // River's schedule, which waits minutes by the third attempt while the
 // version shows Building; Work notes such a failure in retryIn. Other
 // failures (the database's) keep River's schedule.
-func (b *buildWorker) NextRetry(job *river.Job[BuildArgs]) time.Time {
+func (b *buildWorker) NextRetry(job *river.Job[outbox.BuildArgs]) time.Time {
 	if d, ok := b.retryIn.LoadAndDelete(job.ID); ok {
 		return time.Now().Add(d.(time.Duration))
 	}
@@ -74,10 +76,12 @@ func buildErrorMessage(err error) string {
 }
 
 // Timeout is the configured build timeout: River's default minute is far too short.
-func (b *buildWorker) Timeout(*river.Job[BuildArgs]) time.Duration { return b.w.cfg.BuildTimeout }
+func (b *buildWorker) Timeout(*river.Job[outbox.BuildArgs]) time.Duration {
+	return b.w.cfg.BuildTimeout
+}
 
 // Work builds the version, see buildWorker.
-func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error {
+func (b *buildWorker) Work(ctx context.Context, job *river.Job[outbox.BuildArgs]) error {
 	w, a := b.w, job.Args
 	stream := domain.FunctionStream(a.Namespace, a.Function)
 	md := meta(job.Kind, job.ID)
@@ -105,7 +109,7 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		if err := tx.Load(ctx, stream, f); err != nil {
 			return err
 		}
-		if !f.NeedsBuild(a.Version) || !sameIncarnation(a.Incarnation, f.Incarnation) { // built, failed, or the function was deleted
+		if !f.NeedsBuild(a.Version) || !outbox.SameIncarnation(a.Incarnation, f.Incarnation) { // built, failed, or the function was deleted
 			done = true
 			return completeTx(ctx, tx.Tx, job)
 		}
@@ -168,7 +172,7 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		if err := tx.Append(ctx, stream, f, evs); err != nil {
 			return err
 		}
-		if err := tx.Append(ctx, stream, f, nil, FunctionJobs(f, evs)...); err != nil {
+		if err := tx.Append(ctx, stream, f, nil, outbox.FunctionJobs(f, evs)...); err != nil {
 			return err
 		}
 		return completeTx(ctx, tx.Tx, job)

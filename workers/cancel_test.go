@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/slessio/sless/driver"
 
 	"github.com/riverqueue/river/rivertype"
@@ -34,7 +36,7 @@ func (h *harness) deleteJob(name string) {
 		if err := tx.Append(ctx, stream, j, evs); err != nil {
 			return err
 		}
-		return workers.CancelRunTx(ctx, tx.Tx, h.ns, name)
+		return outbox.CancelRunTx(ctx, tx.Tx, h.ns, name)
 	})
 	if err != nil {
 		h.t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
@@ -27,12 +29,12 @@ import (
 // before the upgrade). Code that incarnation-less cleanup leaves behind is
 // that of a function created again before the upgrade, deleted with it.
 type cleanupWorker struct {
-	river.WorkerDefaults[CleanupArgs]
+	river.WorkerDefaults[outbox.CleanupArgs]
 	w *Workers
 }
 
 // Work cleans up, see cleanupWorker.
-func (c *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) error {
+func (c *cleanupWorker) Work(ctx context.Context, job *river.Job[outbox.CleanupArgs]) error {
 	w, a := c.w, job.Args
 	exists, incarnation, err := c.current(ctx, a)
 	if err != nil {
@@ -44,7 +46,7 @@ func (c *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) e
 	}
 	if exists {
 		w.log.InfoContext(ctx, "cleanup leaves the workload alone: the function was created again", "namespace", a.Namespace, "function", a.Function)
-		if _, err := w.client.Insert(ctx, RolloutArgs{Namespace: a.Namespace, Function: a.Function}, nil); err != nil {
+		if _, err := w.client.Insert(ctx, outbox.RolloutArgs{Namespace: a.Namespace, Function: a.Function}, nil); err != nil {
 			return err
 		}
 	} else {
@@ -57,7 +59,7 @@ func (c *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) e
 			return err
 		}
 		if again {
-			if _, err := w.client.Insert(ctx, RolloutArgs{Namespace: a.Namespace, Function: a.Function}, nil); err != nil {
+			if _, err := w.client.Insert(ctx, outbox.RolloutArgs{Namespace: a.Namespace, Function: a.Function}, nil); err != nil {
 				return err
 			}
 		}
@@ -73,7 +75,7 @@ func (c *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) e
 
 // current reports whether a function of the cleaned-up name exists now (one
 // created again since the delete), and its incarnation.
-func (c *cleanupWorker) current(ctx context.Context, a CleanupArgs) (exists bool, incarnation int, err error) {
+func (c *cleanupWorker) current(ctx context.Context, a outbox.CleanupArgs) (exists bool, incarnation int, err error) {
 	f := domain.NewFunction(a.Namespace, a.Function)
 	if err := c.w.read(ctx, domain.FunctionStream(a.Namespace, a.Function), f); err != nil {
 		return false, 0, err

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/slessio/sless/driver"
 
 	"github.com/jackc/pgx/v5"
@@ -54,7 +56,7 @@ func (CronTickArgs) Kind() string { return "cron_tick" }
 // InsertOpts implements river.JobArgsWithInsertOpts: a tick is cheap and the
 // next one comes soon, so a failed tick is not retried.
 func (CronTickArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueDefault, MaxAttempts: 1}
+	return river.InsertOpts{Queue: outbox.QueueDefault, MaxAttempts: 1}
 }
 
 // CronRunArgs asks for slot Slot of a cron trigger to be fired. Unique by all
@@ -70,7 +72,7 @@ func (CronRunArgs) Kind() string { return "cron_run" }
 
 // InsertOpts implements river.JobArgsWithInsertOpts.
 func (CronRunArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueRuns, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: everyState}}
+	return river.InsertOpts{Queue: outbox.QueueRuns, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: everyState}}
 }
 
 var everyState = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStateCancelled, rivertype.JobStateCompleted,

@@ -1,11 +1,11 @@
-// Package workers owns the River side of sless: the job kinds the outbox
-// enqueues (build a version, roll out a function, apply schedules, run a job,
-// clean up after deletes), one worker per kind, the River client setup, and
-// the small Driver port those workers need (implemented by k8sdriver and
-// localdriver, checked by one conformance suite).
+// Package workers owns the River side of sless: one worker per job kind that
+// the outbox enqueues (package outbox: build a version, roll out a function,
+// apply schedules, run a job, clean up after deletes) and the River client
+// setup. The workers act through the driver.Driver port (implemented by
+// k8sdriver and localdriver) and record outcomes through command.
 //
-// It may import domain, store (and store/codestore for the code keys of a
-// function) and River. Workers are idempotent: River delivers at least once,
+// It may import domain, driver, outbox, command, store (and store/codestore
+// for the code keys of a function) and River. Workers are idempotent: River delivers at least once,
 // so each worker finds its outcome event already appended and does nothing
 // twice.
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/slessio/sless/driver"
 
 	"github.com/riverqueue/river"
@@ -83,7 +85,7 @@ func (InvocationPartitionsArgs) Kind() string { return "invocation_partitions" }
 
 // InsertOpts implements river.JobArgsWithInsertOpts: one per hour at most.
 func (InvocationPartitionsArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueDefault, MaxAttempts: 5, UniqueOpts: river.UniqueOpts{ByPeriod: time.Hour}}
+	return river.InsertOpts{Queue: outbox.QueueDefault, MaxAttempts: 5, UniqueOpts: river.UniqueOpts{ByPeriod: time.Hour}}
 }
 
 func invocationPartitionsJob() *river.PeriodicJob {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -82,7 +84,7 @@ func platformMessage(err error) string {
 func (w *Workers) insertJobs(ctx context.Context, tx *store.Tx, args ...river.JobArgs) error {
 	params := make([]river.InsertManyParams, len(args))
 	for i, a := range args {
-		params[i] = job(a)
+		params[i] = outbox.Job(a)
 	}
 	_, err := w.store.InsertJobsTx(ctx, tx.Tx, params)
 	return err

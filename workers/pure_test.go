@@ -85,35 +85,6 @@ func TestDesiredOf(t *testing.T) {
 	}
 }
 
-// TestTriggerJobsCoverEveryType: every trigger type has its job, whether the
-// trigger passed is the state before or after its creation.
-func TestTriggerJobsCoverEveryType(t *testing.T) {
-	for _, typ := range domain.TriggerTypes() {
-		created := domain.TriggerCreated{Namespace: "sless-0123456789abcdef", Name: "t", Type: typ, Function: "f"}
-		before := *domain.NewTrigger(created.Namespace, created.Name)
-		after := before
-		after.Apply(created)
-		for _, tr := range []domain.Trigger{before, after} {
-			jobs := TriggerJobs(tr, []domain.Event{created})
-			if len(jobs) != 1 {
-				t.Fatalf("%s: %d jobs", typ, len(jobs))
-			}
-			switch a := jobs[0].Args.(type) {
-			case ScheduleArgs:
-				if typ != domain.TriggerCron || a.Trigger != "t" {
-					t.Errorf("%s: %+v", typ, a)
-				}
-			case RolloutArgs:
-				if typ != domain.TriggerHTTP || a.Function != "f" {
-					t.Errorf("%s: %+v", typ, a)
-				}
-			default:
-				t.Errorf("%s: job %T", typ, a)
-			}
-		}
-	}
-}
-
 func TestBuildRetryDelay(t *testing.T) {
 	t.Parallel()
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second, 10 * time.Second}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/slessio/sless/driver"
 
 	"github.com/riverqueue/river"
@@ -52,18 +54,18 @@ func desiredOf(f *domain.Function, triggers []domain.Trigger) desired {
 //
 // The loop, and why the job is completed first, is converge's.
 type rolloutWorker struct {
-	river.WorkerDefaults[RolloutArgs]
+	river.WorkerDefaults[outbox.RolloutArgs]
 	w *Workers
 }
 
 // Timeout leaves the rollout timeout to converge, which records a function
 // that could not be started in time as failed.
-func (r *rolloutWorker) Timeout(*river.Job[RolloutArgs]) time.Duration {
+func (r *rolloutWorker) Timeout(*river.Job[outbox.RolloutArgs]) time.Duration {
 	return r.w.cfg.convergeTimeout()
 }
 
 // Work converges the function, see rolloutWorker.
-func (r *rolloutWorker) Work(ctx context.Context, job *river.Job[RolloutArgs]) error {
+func (r *rolloutWorker) Work(ctx context.Context, job *river.Job[outbox.RolloutArgs]) error {
 	w, a := r.w, job.Args
 	want, err := w.desired(ctx, a.Namespace, a.Function)
 	if err != nil {
@@ -135,7 +137,7 @@ func (w *Workers) recordRollout(ctx context.Context, tx *store.Tx, f *domain.Fun
 				return err
 			}
 		case domain.TriggerCron:
-			if err := w.insertJobs(ctx, tx, ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name}); err != nil {
+			if err := w.insertJobs(ctx, tx, outbox.ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name}); err != nil {
 				return err
 			}
 		default:

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/slessio/sless/driver"
 
 	"github.com/riverqueue/river"
@@ -31,16 +33,16 @@ import (
 // Every attempt that reached JobStarted leaves one row in the invocation
 // log, by the rules attempt.go holds for job and cron runs alike.
 type runJobWorker struct {
-	river.WorkerDefaults[RunJobArgs]
+	river.WorkerDefaults[outbox.RunJobArgs]
 	w *Workers
 }
 
 // Timeout is the longest function timeout plus a margin; each run is also
 // bounded by its own function's timeout (Work), which the driver enforces.
-func (r *runJobWorker) Timeout(*river.Job[RunJobArgs]) time.Duration { return maxRunTimeout }
+func (r *runJobWorker) Timeout(*river.Job[outbox.RunJobArgs]) time.Duration { return maxRunTimeout }
 
 // Work runs the job, see runJobWorker.
-func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) error {
+func (r *runJobWorker) Work(ctx context.Context, job *river.Job[outbox.RunJobArgs]) error {
 	w, a := r.w, job.Args
 	stream := domain.JobStream(a.Namespace, a.Job)
 	md := meta(job.Kind, job.ID)
@@ -54,7 +56,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[RunJobArgs]) err
 		if err := tx.Load(ctx, stream, j); err != nil {
 			return err
 		}
-		if !j.Exists || j.RunID != a.RunID || j.Finished() || !sameIncarnation(a.Incarnation, j.Incarnation) { // deleted, superseded or already recorded
+		if !j.Exists || j.RunID != a.RunID || j.Finished() || !outbox.SameIncarnation(a.Incarnation, j.Incarnation) { // deleted, superseded or already recorded
 			done = true
 			return completeTx(ctx, tx.Tx, job)
 		}
@@ -196,7 +198,7 @@ func lastLine(s string) string {
 }
 
 // runPath is a job run's path in the invocation log.
-func runPath(a RunJobArgs) string { return fmt.Sprintf("%s/%d", a.Job, a.RunID) }
+func runPath(a outbox.RunJobArgs) string { return fmt.Sprintf("%s/%d", a.Job, a.RunID) }
 
 // outcomeTimeout bounds the recording of an interrupted run, whose own
 // context has ended.
@@ -209,7 +211,7 @@ const outcomeTimeout = 10 * time.Second
 // in which case River runs it again on the next start, as after a timeout.
 // One that may run again but has no attempt left fails too: River would
 // discard the job and leave the run Running for ever.
-func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[RunJobArgs], spec driver.RunSpec, why string, out runOutcome, started time.Time) error {
+func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[outbox.RunJobArgs], spec driver.RunSpec, why string, out runOutcome, started time.Time) error {
 	a := job.Args
 	stream := domain.JobStream(a.Namespace, a.Job)
 	out, retry := interruptedAttempt(why, spec.Config, job.JobRow, out)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/slessio/sless/driver"
 
 	"github.com/riverqueue/river"
@@ -49,17 +51,17 @@ func cronStateOf(t *domain.Trigger, f *domain.Function) cronState {
 // exists), with the job completed in the same transaction, re-reading the
 // state after the completion as the rollout worker does.
 type scheduleWorker struct {
-	river.WorkerDefaults[ScheduleArgs]
+	river.WorkerDefaults[outbox.ScheduleArgs]
 	w *Workers
 }
 
 // Timeout leaves the rollout timeout to converge, as for rollouts.
-func (s *scheduleWorker) Timeout(*river.Job[ScheduleArgs]) time.Duration {
+func (s *scheduleWorker) Timeout(*river.Job[outbox.ScheduleArgs]) time.Duration {
 	return s.w.cfg.convergeTimeout()
 }
 
 // Work converges the trigger's schedule, see scheduleWorker.
-func (s *scheduleWorker) Work(ctx context.Context, job *river.Job[ScheduleArgs]) error {
+func (s *scheduleWorker) Work(ctx context.Context, job *river.Job[outbox.ScheduleArgs]) error {
 	w, a := s.w, job.Args
 	want, err := w.cronState(ctx, a.Namespace, a.Trigger)
 	if err != nil {
@@ -89,7 +91,7 @@ func (s *scheduleWorker) Work(ctx context.Context, job *river.Job[ScheduleArgs])
 
 // applySchedule makes a Scheduler driver's schedule match c; drivers without
 // one need nothing applied.
-func (w *Workers) applySchedule(ctx context.Context, a ScheduleArgs, c cronState) error {
+func (w *Workers) applySchedule(ctx context.Context, a outbox.ScheduleArgs, c cronState) error {
 	switch {
 	case w.scheduler == nil:
 		return nil

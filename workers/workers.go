@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/slessio/sless/driver"
 
 	"github.com/jackc/pgx/v5"
@@ -164,10 +166,10 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 
 	rc := &river.Config{
 		Queues: map[string]river.QueueConfig{
-			QueueBuilds:   {MaxWorkers: cfg.BuildWorkers},
-			QueueRollouts: {MaxWorkers: cfg.RolloutWorkers},
-			QueueRuns:     {MaxWorkers: cfg.RunWorkers},
-			QueueDefault:  {MaxWorkers: 2},
+			outbox.QueueBuilds:   {MaxWorkers: cfg.BuildWorkers},
+			outbox.QueueRollouts: {MaxWorkers: cfg.RolloutWorkers},
+			outbox.QueueRuns:     {MaxWorkers: cfg.RunWorkers},
+			outbox.QueueDefault:  {MaxWorkers: 2},
 		},
 		ID:                          newClientID(),
 		Workers:                     ws,
@@ -360,7 +362,7 @@ func (w *Workers) now() time.Time { return w.cfg.Clock().UTC() }
 //
 // Errors: EUNAVAILABLE when the database cannot be reached.
 func (w *Workers) Rollout(ctx context.Context, namespace, function string) error {
-	args := RolloutArgs{Namespace: namespace, Function: function}
+	args := outbox.RolloutArgs{Namespace: namespace, Function: function}
 	res, err := w.client.Insert(ctx, args, nil)
 	if err != nil {
 		return domain.Errorf(domain.EUNAVAILABLE, "workers: enqueue a rollout of %s/%s: %v", namespace, function, err)
@@ -373,7 +375,7 @@ func (w *Workers) Rollout(ctx context.Context, namespace, function string) error
 
 // rolloutAfter inserts args once job id is no longer running (bounded by the
 // rollout timeout; River rescues a stuck one later still).
-func (w *Workers) rolloutAfter(id int64, args RolloutArgs) {
+func (w *Workers) rolloutAfter(id int64, args outbox.RolloutArgs) {
 	ctx, cancel := context.WithTimeout(context.Background(), rolloutTimeout+time.Minute)
 	defer cancel()
 	tick := time.NewTicker(250 * time.Millisecond)

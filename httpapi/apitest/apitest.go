@@ -1,6 +1,6 @@
 // Package apitest starts the real REST API for tests of the packages that
 // talk to it (httpapi's own, its Go client's), or only what it runs on
-// (NewBackend, for the tests of httpapi/command): httpapi.New on a pgtest
+// (NewBackend, for the tests of command): httpapi.New on a pgtest
 // database with an insert-only River client (nothing builds or runs: tests
 // record outcomes with the store, as a worker would) and an embedded S3
 // server, behind httptest. The calling package's TestMain must run

@@ -8,7 +8,7 @@
 // (the admin claim) also get a namespace list and the River UI.
 //
 // It reads the store's read models and changes state only through the
-// command layer (httpapi/command), like the REST API. It has no client-side
+// command layer (command), like the REST API. It has no client-side
 // framework: pages are html/template (escaping every value; no template.HTML
 // from user data), a little plain JavaScript enhances them, and its assets
 // are embedded with content-hashed names so it works offline.

@@ -1,28 +1,29 @@
 // Package command holds the use cases of sless: one exported method of
 // Commands per command (create, update and delete a function, upload code,
 // roll back, create, switch and delete a trigger, create, rerun and delete a
-// job, ensure a namespace). Every surface that changes state — the REST
-// handlers of httpapi, the console, the Terraform provider through the API —
-// calls these methods; none re-implements a use case.
+// job, ensure a namespace). It is the application layer: every caller that
+// changes state — the REST handlers of httpapi, the console, the Terraform
+// provider through the API, and the workers recording outcomes — calls these
+// methods; none re-implements a use case.
 //
 // A command takes a context, the caller's store.Metadata (recorded on every
 // event it appends) and a typed input, and returns the new state as a domain
 // value or a *domain.Error. It owns its transaction (store.Execute, which
 // decides again after a lost race): it takes the stream locks it needs,
 // loads the aggregates, lets domain decide, appends the events, and inserts
-// in the same transaction the River jobs the workers package chooses for
-// them (workers.FunctionJobs, TriggerJobs, RunJobs). Reads that need no
+// in the same transaction the River jobs the outbox package chooses for
+// them (outbox.FunctionJobs, TriggerJobs, RunJobs). Reads that need no
 // decision (listings, a function as the read model has it) stay queries on
 // the store.
 //
 // Where things go:
 //   - a new command is a method here, in the file of its aggregate, built on
 //     change (load → decide → append → jobs); its rules belong in domain, the
-//     jobs it causes in workers/jobs.go, and its test here on real PostgreSQL;
+//     jobs it causes in outbox/jobs.go, and its test here on real PostgreSQL;
 //   - its HTTP route is a handler in httpapi that decodes, calls the method
 //     and renders: status codes, headers and wire shapes are the handler's.
 //
 // command imports domain, store (and store/codestore for uploaded code),
-// workers (for the job kinds only) and runtimes (for the dependency steps of
+// outbox (the job kinds) and runtimes (for the dependency steps of
 // a function image); never Echo or net/http.
 package command

@@ -8,9 +8,9 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/apitest"
-	"github.com/slessio/sless/httpapi/command"
 	"github.com/slessio/sless/store/codestore/ziptest"
 )
 

@@ -1,4 +1,4 @@
-package workers
+package outbox
 
 import (
 	"context"
@@ -32,7 +32,7 @@ var txClient = sync.OnceValues(func() (*river.Client[pgx.Tx], error) {
 func CancelRunTx(ctx context.Context, tx pgx.Tx, namespace, job string) error {
 	client, err := txClient()
 	if err != nil {
-		return domain.Errorf(domain.EINTERNAL, "workers: River client: %v", err)
+		return domain.Errorf(domain.EINTERNAL, "outbox: River client: %v", err)
 	}
 	rows, _ := tx.Query(ctx, `SELECT id FROM river_job
 		WHERE kind = $1 AND args @> jsonb_build_object('namespace', $2::text, 'job', $3::text)
@@ -40,11 +40,11 @@ func CancelRunTx(ctx context.Context, tx pgx.Tx, namespace, job string) error {
 		ORDER BY id`, RunJobArgs{}.Kind(), namespace, job)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return domain.Errorf(domain.EUNAVAILABLE, "workers: find the runs of %s/%s: %v", namespace, job, err)
+		return domain.Errorf(domain.EUNAVAILABLE, "outbox: find the runs of %s/%s: %v", namespace, job, err)
 	}
 	for _, id := range ids {
 		if _, err := client.JobCancelTx(ctx, tx, id); err != nil && !errors.Is(err, river.ErrNotFound) {
-			return domain.Errorf(domain.EUNAVAILABLE, "workers: cancel run job %d of %s/%s: %v", id, namespace, job, err)
+			return domain.Errorf(domain.EUNAVAILABLE, "outbox: cancel run job %d of %s/%s: %v", id, namespace, job, err)
 		}
 	}
 	return nil

@@ -4,11 +4,12 @@ import (
 	"context"
 	"time"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
-	"github.com/slessio/sless/workers"
 )
 
 // CreateTriggerInput is a new trigger of an existing function.
@@ -77,12 +78,12 @@ func deleteTrigger(ctx context.Context, tx *store.Tx, in Ref, now time.Time) err
 }
 
 // changeTrigger is change on t's stream with the jobs its events cause,
-// chosen from the state before them (workers.TriggerJobs needs the type and
+// chosen from the state before them (outbox.TriggerJobs needs the type and
 // function, which a delete folds away).
 func changeTrigger(ctx context.Context, tx *store.Tx, t *domain.Trigger, decide func() ([]domain.Event, error)) error {
 	var before domain.Trigger
 	_, err := change(ctx, tx, domain.TriggerStream(t.Namespace, t.Name), t,
 		func() ([]domain.Event, error) { before = *t; return decide() },
-		func(evs []domain.Event) []river.InsertManyParams { return workers.TriggerJobs(before, evs) })
+		func(evs []domain.Event) []river.InsertManyParams { return outbox.TriggerJobs(before, evs) })
 	return err
 }

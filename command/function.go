@@ -3,11 +3,12 @@ package command
 import (
 	"context"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
-	"github.com/slessio/sless/workers"
 )
 
 // CreateFunctionInput is a new function: its name and configuration.
@@ -180,10 +181,10 @@ func newFunction(in Ref) func() *domain.Function {
 }
 
 // changeFunction is change on f's stream with the jobs its events cause
-// (workers.FunctionJobs needs them folded into f).
+// (outbox.FunctionJobs needs them folded into f).
 func changeFunction(ctx context.Context, tx *store.Tx, f *domain.Function, decide func() ([]domain.Event, error)) error {
 	_, err := change(ctx, tx, domain.FunctionStream(f.Namespace, f.Name), f, decide,
-		func(evs []domain.Event) []river.InsertManyParams { return workers.FunctionJobs(f, evs) })
+		func(evs []domain.Event) []river.InsertManyParams { return outbox.FunctionJobs(f, evs) })
 	return err
 }
 
@@ -195,7 +196,7 @@ func requeueLostBuild(ctx context.Context, tx *store.Tx, f *domain.Function, n i
 	if !f.NeedsBuild(n) {
 		return false, nil
 	}
-	return tx.Requeue(ctx, workers.BuildArgs{Namespace: f.Namespace, Function: f.Name, Version: n, Incarnation: f.Incarnation})
+	return tx.Requeue(ctx, outbox.BuildArgs{Namespace: f.Namespace, Function: f.Name, Version: n, Incarnation: f.Incarnation})
 }
 
 // requireFunction checks that a function another aggregate refers to exists,

@@ -14,10 +14,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi"
 	"github.com/slessio/sless/httpapi/apitest"
-	"github.com/slessio/sless/httpapi/command"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore/ziptest"

@@ -1,4 +1,4 @@
-package workers
+package outbox
 
 import (
 	"fmt"
@@ -113,11 +113,11 @@ func (CleanupArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueRollouts, MaxAttempts: 10}
 }
 
-// sameIncarnation reports whether a job queued for incarnation queued is for
+// SameIncarnation reports whether a job queued for incarnation queued is for
 // the current one; 0 is a job queued before jobs named incarnations.
-func sameIncarnation(queued, current int) bool { return queued == 0 || queued == current }
+func SameIncarnation(queued, current int) bool { return queued == 0 || queued == current }
 
-func job(args river.JobArgs) river.InsertManyParams { return river.InsertManyParams{Args: args} }
+func Job(args river.JobArgs) river.InsertManyParams { return river.InsertManyParams{Args: args} }
 
 // FunctionJobs returns the jobs that the events just appended to function f
 // (already folded into f) cause: a build for each new version that needs one,
@@ -129,17 +129,17 @@ func FunctionJobs(f *domain.Function, events []domain.Event) []river.InsertManyP
 		switch e := ev.(type) {
 		case domain.VersionCreated:
 			if f.NeedsBuild(e.Version) {
-				jobs = append(jobs, job(BuildArgs{Namespace: f.Namespace, Function: f.Name, Version: e.Version, Incarnation: f.Incarnation}))
+				jobs = append(jobs, Job(BuildArgs{Namespace: f.Namespace, Function: f.Name, Version: e.Version, Incarnation: f.Incarnation}))
 			}
 		case domain.VersionActivated, domain.FunctionConfigUpdated:
 			rollout = true
 		case domain.FunctionDeleted:
 			// A delete keeps the incarnation it ends (domain.Function.Apply).
-			return append(jobs, job(CleanupArgs{Namespace: f.Namespace, Function: f.Name, Incarnation: f.Incarnation}))
+			return append(jobs, Job(CleanupArgs{Namespace: f.Namespace, Function: f.Name, Incarnation: f.Incarnation}))
 		}
 	}
 	if rollout && f.Exists {
-		jobs = append(jobs, job(RolloutArgs{Namespace: f.Namespace, Function: f.Name}))
+		jobs = append(jobs, Job(RolloutArgs{Namespace: f.Namespace, Function: f.Name}))
 	}
 	return jobs
 }
@@ -167,11 +167,11 @@ func TriggerJobs(t domain.Trigger, events []domain.Event) []river.InsertManyPara
 	}
 	switch typ {
 	case domain.TriggerCron:
-		return []river.InsertManyParams{job(ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name})}
+		return []river.InsertManyParams{Job(ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name})}
 	case domain.TriggerHTTP:
-		return []river.InsertManyParams{job(RolloutArgs{Namespace: t.Namespace, Function: function})}
+		return []river.InsertManyParams{Job(RolloutArgs{Namespace: t.Namespace, Function: function})}
 	}
-	panic(fmt.Sprintf("workers.TriggerJobs: trigger type %q has no job: add it here", typ))
+	panic(fmt.Sprintf("outbox.TriggerJobs: trigger type %q has no job: add it here", typ))
 }
 
 // RunJobs returns a run for every run requested by events, about to be
@@ -183,7 +183,7 @@ func RunJobs(j *domain.Job, events []domain.Event) []river.InsertManyParams {
 	for _, ev := range events {
 		next.Apply(ev)
 		if e, ok := ev.(domain.JobRunRequested); ok {
-			jobs = append(jobs, job(RunJobArgs{Namespace: j.Namespace, Job: j.Name, RunID: e.RunID, Incarnation: next.Incarnation}))
+			jobs = append(jobs, Job(RunJobArgs{Namespace: j.Namespace, Job: j.Name, RunID: e.RunID, Incarnation: next.Incarnation}))
 		}
 	}
 	return jobs

@@ -4,11 +4,12 @@ import (
 	"context"
 	"time"
 
+	"github.com/slessio/sless/outbox"
+
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
-	"github.com/slessio/sless/workers"
 )
 
 // CreateJobInput is a new one-shot job of an existing function.
@@ -90,7 +91,7 @@ func deleteJob(ctx context.Context, tx *store.Tx, in Ref, now time.Time) error {
 	if err := changeJob(ctx, tx, j, func() ([]domain.Event, error) { return j.Delete(now) }); err != nil {
 		return err
 	}
-	return workers.CancelRunTx(ctx, tx.Tx, in.Namespace, in.Name)
+	return outbox.CancelRunTx(ctx, tx.Tx, in.Namespace, in.Name)
 }
 
 // newJob returns a maker of the empty aggregate of job in.
@@ -99,11 +100,11 @@ func newJob(in Ref) func() *domain.Job {
 }
 
 // changeJob is change on j's stream with the runs its events request,
-// chosen from the state before them (workers.RunJobs counts incarnations).
+// chosen from the state before them (outbox.RunJobs counts incarnations).
 func changeJob(ctx context.Context, tx *store.Tx, j *domain.Job, decide func() ([]domain.Event, error)) error {
 	var before domain.Job
 	_, err := change(ctx, tx, domain.JobStream(j.Namespace, j.Name), j,
 		func() ([]domain.Event, error) { before = *j; return decide() },
-		func(evs []domain.Event) []river.InsertManyParams { return workers.RunJobs(&before, evs) })
+		func(evs []domain.Event) []river.InsertManyParams { return outbox.RunJobs(&before, evs) })
 	return err
 }

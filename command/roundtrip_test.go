@@ -12,8 +12,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/httpapi/command"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
