@@ -8,9 +8,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/auth"
-	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/httpapi/console"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"

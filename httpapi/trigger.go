@@ -5,8 +5,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/command"
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/wire"
 )
 

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/auth"
-	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"

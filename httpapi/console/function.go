@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/command"
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/console/highlight"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"
