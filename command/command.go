@@ -22,6 +22,9 @@ type Config struct {
 	BaseImage func(runtime string) string
 	// Now is the clock events record; nil means time.Now.
 	Now func() time.Time
+	// CallbackAllow admits the callback URLs of asynchronous invocations
+	// (SLESS_CALLBACK_ALLOW); empty refuses every callback.
+	CallbackAllow domain.CallbackAllow
 }
 
 // Commands runs the use cases on one store.

@@ -52,6 +52,21 @@ type FunctionPatch struct {
 	EnvVars        *map[string]string
 	MaxConcurrency *int
 	RetrySafe      *bool
+	Async          *AsyncPatch
+}
+
+// AsyncPatch is a partial async configuration: the fields that are not nil
+// replace the current (or default) ones.
+type AsyncPatch struct {
+	MaxRetries, MaxEventAgeSec, MaxConcurrency *int
+}
+
+// Over returns cur with the fields of p over it.
+func (p AsyncPatch) Over(cur domain.AsyncConfig) domain.AsyncConfig {
+	set(&cur.MaxRetries, p.MaxRetries)
+	set(&cur.MaxEventAgeSec, p.MaxEventAgeSec)
+	set(&cur.MaxConcurrency, p.MaxConcurrency)
+	return cur
 }
 
 // over returns the spec of cur with the fields of p over it. When the
@@ -60,7 +75,7 @@ type FunctionPatch struct {
 func (p FunctionPatch) over(cur domain.FunctionConfig) domain.FunctionSpec {
 	spec := domain.FunctionSpec{Runtime: string(cur.Runtime), Entrypoint: cur.Entrypoint,
 		MemoryMB: cur.MemoryMB, TimeoutSec: cur.TimeoutSec, EnvVars: cur.EnvVars, MaxConcurrency: cur.MaxConcurrency,
-		RetrySafe: cur.RetrySafe}
+		RetrySafe: cur.RetrySafe, Async: cur.Async}
 	if p.Runtime != nil && *p.Runtime != spec.Runtime {
 		if cur.Entrypoint == domain.DefaultEntrypoint(cur.Runtime) {
 			spec.Entrypoint = ""
@@ -73,6 +88,10 @@ func (p FunctionPatch) over(cur domain.FunctionConfig) domain.FunctionSpec {
 	set(&spec.EnvVars, p.EnvVars)
 	set(&spec.MaxConcurrency, p.MaxConcurrency)
 	set(&spec.RetrySafe, p.RetrySafe)
+	if p.Async != nil {
+		a := p.Async.Over(cur.AsyncPolicy())
+		spec.Async = &a
+	}
 	return spec
 }
 
@@ -140,7 +159,8 @@ func (c *Commands) DeleteFunction(ctx context.Context, meta store.Metadata, in R
 				return err
 			}
 		}
-		return nil
+		// Its queued work and dead letters go with it.
+		return c.cfg.Store.DeleteAsyncOfTx(ctx, tx.Tx, in.Namespace, in.Name)
 	})
 	return err
 }

@@ -39,6 +39,10 @@ const (
 	EventJobSucceeded    = "job.succeeded"
 	EventJobFailed       = "job.failed"
 	EventJobDeleted      = "job.deleted"
+
+	EventAsyncDeadLettered  = "async.dead_lettered"
+	EventDeadLetterRetried  = "async.dead_letter_retried"
+	EventDeadLettersDeleted = "async.dead_letters_deleted"
 )
 
 // NamespaceEnsured records that a tenant namespace exists.
@@ -206,7 +210,37 @@ type JobDeleted struct {
 	At time.Time `json:"at"`
 }
 
+// AsyncDeadLettered records that an asynchronous invocation of the
+// function ran out of retries or of age and is now a dead letter; Reason
+// says which, Status is the last answer's (0: none).
+type AsyncDeadLettered struct {
+	InvocationID string    `json:"invocation_id"`
+	Attempts     int       `json:"attempts"`
+	Status       int       `json:"status"`
+	Reason       string    `json:"reason"`
+	At           time.Time `json:"at"`
+}
+
+// DeadLetterRetried records that a dead letter was queued again (same
+// invocation id; its attempts continue).
+type DeadLetterRetried struct {
+	InvocationID string    `json:"invocation_id"`
+	At           time.Time `json:"at"`
+}
+
+// DeadLettersDeleted records the deletion of dead letters: the ids, or
+// every dead letter of the function (All).
+type DeadLettersDeleted struct {
+	InvocationIDs []string  `json:"invocation_ids,omitempty"`
+	All           bool      `json:"all,omitempty"`
+	Count         int       `json:"count"`
+	At            time.Time `json:"at"`
+}
+
 func (NamespaceEnsured) EventType() string      { return EventNamespaceEnsured }
+func (AsyncDeadLettered) EventType() string     { return EventAsyncDeadLettered }
+func (DeadLetterRetried) EventType() string     { return EventDeadLetterRetried }
+func (DeadLettersDeleted) EventType() string    { return EventDeadLettersDeleted }
 func (FunctionCreated) EventType() string       { return EventFunctionCreated }
 func (FunctionConfigUpdated) EventType() string { return EventFunctionConfigUpdated }
 func (FunctionDeleted) EventType() string       { return EventFunctionDeleted }
@@ -252,6 +286,9 @@ var eventFactories = map[string]func() Event{
 	EventJobSucceeded:          func() Event { return &JobSucceeded{} },
 	EventJobFailed:             func() Event { return &JobFailed{} },
 	EventJobDeleted:            func() Event { return &JobDeleted{} },
+	EventAsyncDeadLettered:     func() Event { return &AsyncDeadLettered{} },
+	EventDeadLetterRetried:     func() Event { return &DeadLetterRetried{} },
+	EventDeadLettersDeleted:    func() Event { return &DeadLettersDeleted{} },
 }
 
 // DecodeEvent turns a stored (type, JSON) pair back into its payload struct

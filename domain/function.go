@@ -55,12 +55,16 @@ type FunctionConfig struct {
 	// no harm: a job run interrupted by a shutdown is then run again, and
 	// otherwise it fails with "interrupted by shutdown".
 	RetrySafe bool `json:"retry_safe,omitempty"`
+	// Async is how asynchronous invocations are delivered; nil takes the
+	// defaults (AsyncPolicy).
+	Async *AsyncConfig `json:"async,omitempty"`
 }
 
 // Equal reports whether two configurations are the same (nil and empty env alike).
 func (c FunctionConfig) Equal(o FunctionConfig) bool {
 	return c.Runtime == o.Runtime && c.Entrypoint == o.Entrypoint && c.MemoryMB == o.MemoryMB &&
-		c.TimeoutSec == o.TimeoutSec && c.MaxConcurrency == o.MaxConcurrency && c.RetrySafe == o.RetrySafe && maps.Equal(c.EnvVars, o.EnvVars)
+		c.TimeoutSec == o.TimeoutSec && c.MaxConcurrency == o.MaxConcurrency && c.RetrySafe == o.RetrySafe && maps.Equal(c.EnvVars, o.EnvVars) &&
+		c.AsyncPolicy() == o.AsyncPolicy()
 }
 
 // FunctionSpec is a requested configuration; zero values take the defaults.
@@ -74,6 +78,8 @@ type FunctionSpec struct {
 	MaxConcurrency int
 	// RetrySafe: see FunctionConfig.RetrySafe.
 	RetrySafe bool
+	// Async: see FunctionConfig.Async; nil takes the defaults.
+	Async *AsyncConfig
 }
 
 // Config validates the spec, fills in defaults and returns the configuration.
@@ -111,6 +117,18 @@ func (s FunctionSpec) Config() (FunctionConfig, error) {
 	}
 	if err := ValidateEnvVars(c.EnvVars); err != nil {
 		return FunctionConfig{}, err
+	}
+	if s.Async != nil {
+		a := *s.Async
+		if a.MaxEventAgeSec == 0 {
+			a.MaxEventAgeSec = DefaultAsyncMaxEventAgeSec
+		}
+		if err := a.validate(); err != nil {
+			return FunctionConfig{}, err
+		}
+		if a != DefaultAsyncConfig() {
+			c.Async = &a
+		}
 	}
 	return c, nil
 }

@@ -21,9 +21,21 @@ func newFunction(f domain.Function) wire.Function {
 		Namespace: f.Namespace, Name: f.Name, Runtime: string(f.Config.Runtime), Entrypoint: f.Config.Entrypoint,
 		MemoryMB: f.Config.MemoryMB, TimeoutSec: f.Config.TimeoutSec, EnvVars: env, MaxConcurrency: f.Config.MaxConcurrency,
 		RetrySafe: f.Config.RetrySafe, Phase: f.Phase, Message: f.Message, LastBuildFailure: buildFailure(f.LastBuildFailure),
-		ActiveVersion: f.ActiveVersion, ServingVersion: f.ServingVersion,
+		ActiveVersion: f.ActiveVersion, ServingVersion: f.ServingVersion, Async: newAsyncConfig(f.Config.AsyncPolicy()),
 		CreatedAt: pgTime(f.CreatedAt), LastBuiltAt: optionalTime(f.LastBuiltAt),
 	}
+}
+
+func newAsyncConfig(a domain.AsyncConfig) wire.AsyncConfig {
+	return wire.AsyncConfig{MaxRetries: a.MaxRetries, MaxEventAgeSec: a.MaxEventAgeSec, MaxConcurrency: a.MaxConcurrency}
+}
+
+// asyncPatchOf is the partial async configuration a request gives; nil when none.
+func asyncPatchOf(p *wire.AsyncPatch) *command.AsyncPatch {
+	if p == nil {
+		return nil
+	}
+	return &command.AsyncPatch{MaxRetries: p.MaxRetries, MaxEventAgeSec: p.MaxEventAgeSec, MaxConcurrency: p.MaxConcurrency}
 }
 
 // buildFailure renders no failure (version 0) as JSON null.
@@ -50,7 +62,7 @@ func pgTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 // patchOf is the partial configuration an update request gives.
 func patchOf(r wire.UpdateFunctionRequest) command.FunctionPatch {
 	return command.FunctionPatch{Runtime: r.Runtime, Entrypoint: r.Entrypoint, MemoryMB: r.MemoryMB, TimeoutSec: r.TimeoutSec,
-		EnvVars: r.EnvVars, MaxConcurrency: r.MaxConcurrency, RetrySafe: r.RetrySafe}
+		EnvVars: r.EnvVars, MaxConcurrency: r.MaxConcurrency, RetrySafe: r.RetrySafe, Async: asyncPatchOf(r.Async)}
 }
 
 func (s *Server) registerFunctionRoutes(g *echo.Group) {
@@ -90,7 +102,8 @@ func (s *Server) createFunction(c echo.Context) error {
 	f, err := s.cmd.CreateFunction(c.Request().Context(), metadata(c), command.CreateFunctionInput{
 		Namespace: c.Param("ns"), Name: req.Name,
 		Spec: domain.FunctionSpec{Runtime: req.Runtime, Entrypoint: req.Entrypoint, MemoryMB: req.MemoryMB,
-			TimeoutSec: req.TimeoutSec, EnvVars: req.EnvVars, MaxConcurrency: req.MaxConcurrency, RetrySafe: req.RetrySafe}})
+			TimeoutSec: req.TimeoutSec, EnvVars: req.EnvVars, MaxConcurrency: req.MaxConcurrency, RetrySafe: req.RetrySafe,
+			Async: asyncSpec(req.Async)}})
 	if err != nil {
 		return err
 	}
@@ -157,4 +170,14 @@ func pathRef(c echo.Context, kind string) (command.Ref, error) {
 		return command.Ref{}, err
 	}
 	return refOf(c), nil
+}
+
+// asyncSpec is the async configuration of a create: the given fields over
+// the defaults; nil when none is given.
+func asyncSpec(p *wire.AsyncPatch) *domain.AsyncConfig {
+	if p == nil {
+		return nil
+	}
+	a := asyncPatchOf(p).Over(domain.DefaultAsyncConfig())
+	return &a
 }

@@ -16,10 +16,14 @@ import (
 
 // newInvocation renders inv as a listing shows it, without its log.
 func newInvocation(inv store.Invocation) wire.Invocation {
-	return wire.Invocation{ID: inv.ID.String(), Function: inv.Function, Version: inv.Version, Trigger: string(inv.Trigger),
+	out := wire.Invocation{ID: inv.ID.String(), Function: inv.Function, Version: inv.Version, Trigger: string(inv.Trigger),
 		Method: inv.Method, Path: inv.Path, Status: inv.Status, DurationMS: float64(inv.Duration.Microseconds()) / 1000,
 		ColdStart: inv.ColdStart, BytesIn: inv.BytesIn, BytesOut: inv.BytesOut, Error: inv.Error,
 		StartedAt: pgTime(inv.StartedAt), EndedAt: pgTime(inv.EndedAt)}
+	if inv.Attempt > 0 {
+		out.AsyncID, out.Attempt = inv.AsyncID.String(), inv.Attempt
+	}
+	return out
 }
 
 var invocationQuery = []queryParam{
@@ -76,7 +80,8 @@ func (s *Server) listInvocations(c echo.Context) error {
 }
 
 // getInvocation serves GET /v1/namespaces/{ns}/functions/{name}/invocations/{id}:
-// one invocation with its log.
+// an asynchronous invocation's outcome (wire.AsyncInvocation) when id names
+// one, else one record of the invocation log with its log.
 func (s *Server) getInvocation(c echo.Context) error {
 	name, err := nameParam(c, "function")
 	if err != nil {
@@ -85,6 +90,13 @@ func (s *Server) getInvocation(c echo.Context) error {
 	id, err := uuid.Parse(c.Param("id"))
 	if err != nil {
 		return domain.Errorf(domain.ENOTFOUND, "invocation %.80q not found", c.Param("id"))
+	}
+	async, err := s.cfg.Store.GetAsync(c.Request().Context(), c.Param("ns"), name, id)
+	if err == nil {
+		return c.JSON(http.StatusOK, newAsyncInvocation(async))
+	}
+	if domain.ErrorCode(err) != domain.ENOTFOUND {
+		return err
 	}
 	inv, err := s.cfg.Store.GetInvocation(c.Request().Context(), c.Param("ns"), name, id)
 	if err != nil {

@@ -18,6 +18,8 @@ func (s *Server) registerInvokeRoutes(g *echo.Group) {
 // needed (Config.Proxy's Invoke). The token authorised it; the function
 // never sees it. Errors keep the API's shape: 404 for an unknown function,
 // 409 for one without a built version, and /fn's 413, 429, 502, 503, 504.
+// With ?async=true (or X-Sless-Invocation-Type: async) the request is
+// queued instead (enqueueInvoke).
 func (s *Server) invokeFunction(c echo.Context) error {
 	name, err := nameParam(c, "function")
 	if err != nil {
@@ -26,5 +28,12 @@ func (s *Server) invokeFunction(c echo.Context) error {
 	if s.cfg.Proxy == nil {
 		return domain.Errorf(domain.EUNAVAILABLE, "this server runs no functions: it has no invoke proxy")
 	}
-	return s.cfg.Proxy.Invoke(c.Response(), c.Request(), c.Param("ns"), name, store.InvocationAPI)
+	async, err := isAsyncInvoke(c)
+	if err != nil {
+		return err
+	}
+	if async {
+		return s.enqueueInvoke(c, name)
+	}
+	return s.cfg.Proxy.ServeInvoke(c.Response(), c.Request(), c.Param("ns"), name, store.InvocationAPI)
 }

@@ -84,7 +84,7 @@ func TestOpenAPISchemasAreComplete(t *testing.T) {
 	r := f.anonymous().do("GET", "/v1/openapi.json", nil).want(200)
 	r.decode(&doc)
 	for name, props := range map[string][]string{
-		"Function":              {"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "max_concurrency", "retry_safe", "phase", "message", "active_version", "serving_version", "created_at", "last_built_at"},
+		"Function":              {"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "max_concurrency", "retry_safe", "phase", "message", "active_version", "serving_version", "async", "created_at", "last_built_at"},
 		"Version":               {"version", "digest", "build_status", "image", "message", "config", "created_at", "built_at", "build_log"},
 		"Trigger":               {"name", "type", "function", "schedule", "enabled", "active", "url"},
 		"Job":                   {"name", "function", "event", "run_id", "phase", "message", "started_at", "completed_at"},
@@ -95,6 +95,8 @@ func TestOpenAPISchemasAreComplete(t *testing.T) {
 		"Config":                {"runtime", "memory_mb", "max_concurrency", "retry_safe"},
 		"VersionList":           {"active_version", "versions", "activations"},
 		"InvocationList":        {"invocations", "next_cursor"},
+		"AsyncInvocation":       {"invocation_id", "function", "state", "request", "attempts", "response", "error", "enqueued_at", "finished_at"},
+		"AsyncList":             {"invocations", "next_cursor"},
 		"InvocationDetail":      {"id", "function", "version", "trigger", "method", "path", "status", "duration_ms", "cold_start", "bytes_in", "bytes_out", "error", "log", "started_at", "ended_at"},
 	} {
 		s, ok := doc.Components.Schemas[name]

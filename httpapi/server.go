@@ -12,6 +12,7 @@ import (
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/console"
+	"github.com/slessio/sless/invoke"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"
 )
@@ -70,6 +71,9 @@ type Config struct {
 	// ConsoleLivePoll is how often a live console page looks for new events;
 	// 0 means console.DefaultLivePoll.
 	ConsoleLivePoll time.Duration
+	// CallbackAllow admits the callback URLs of asynchronous invocations
+	// (SLESS_CALLBACK_ALLOW); empty refuses every callback.
+	CallbackAllow domain.CallbackAllow
 	// HiddenFunctions are left out of the human listing (SPEC §7).
 	HiddenFunctions []string
 	// Logger receives internal errors; nil means slog.Default().
@@ -84,7 +88,10 @@ type Config struct {
 // (having written nothing) when the function does not exist.
 type FunctionProxy interface {
 	http.Handler
-	Invoke(w http.ResponseWriter, r *http.Request, namespace, function string, kind store.TriggerKind) error
+	ServeInvoke(w http.ResponseWriter, r *http.Request, namespace, function string, kind store.TriggerKind) error
+	// MaxBodyBytes is the largest body an invocation may have, also an
+	// asynchronous one (413 before anything is stored).
+	MaxBodyBytes() int64
 }
 
 // Server is the HTTP API of sless. Its Handler serves /v1, /healthz, /readyz
@@ -147,7 +154,8 @@ func New(cfg Config) (*Server, error) {
 		uploads: make(chan struct{}, cfg.MaxConcurrentUploads),
 		hidden:  map[string]bool{},
 		log:     cfg.Logger,
-		cmd:     command.New(command.Config{Store: cfg.Store, Code: cfg.Code, BaseImage: cfg.BaseImage, Now: cfg.Now}),
+		cmd: command.New(command.Config{Store: cfg.Store, Code: cfg.Code, BaseImage: cfg.BaseImage, Now: cfg.Now,
+			CallbackAllow: cfg.CallbackAllow}),
 	}
 	for _, name := range cfg.HiddenFunctions {
 		s.hidden[name] = true
@@ -164,7 +172,7 @@ func New(cfg Config) (*Server, error) {
 // DefaultBaseImage is the base image of a runtime when Config.BaseImage is nil.
 func DefaultBaseImage(runtime string) string { return "sless/runtime-" + runtime + ":latest" }
 
-// Handler returns the http.Handler serving every route: /fn/ through
+// Handler returns the http.Handler serving every route: /fn/ and /async-fn/ through
 // Config.Proxy (when set), /console/ through the console, everything else
 // through the API router.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -174,7 +182,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // console has its own sessions, headers and error pages.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	switch p := r.URL.Path; {
-	case strings.HasPrefix(p, "/fn/") && s.cfg.Proxy != nil:
+	case (strings.HasPrefix(p, "/fn/") || strings.HasPrefix(p, invoke.AsyncPrefix)) && s.cfg.Proxy != nil:
 		s.cfg.Proxy.ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/console/"):
 		s.serveConsole(w, r)
@@ -184,6 +192,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.echo.ServeHTTP(w, r)
 	}
 }
+
+// Commands returns the command layer the server runs on (for the proxy's
+// asynchronous enqueue).
+func (s *Server) Commands() *command.Commands { return s.cmd }
 
 // Echo returns the underlying Echo instance, so other parts of sless can add
 // routes (the /fn/ proxy, the console). Routes added under /v1 must also be
@@ -244,6 +256,7 @@ func (s *Server) newEcho() *echo.Echo {
 	s.registerJobRoutes(g)
 	s.registerInvokeRoutes(g)
 	s.registerInvocationRoutes(g)
+	s.registerAsyncRoutes(g)
 	s.registerEventRoutes(g)
 	return e
 }

@@ -14,6 +14,7 @@ const (
 	QueueBuilds   = "builds"
 	QueueRollouts = "rollouts"
 	QueueRuns     = "runs"
+	QueueAsync    = "async"
 	QueueDefault  = river.QueueDefault
 )
 
@@ -111,6 +112,40 @@ func (CleanupArgs) Kind() string { return "cleanup" }
 // InsertOpts implements river.JobArgsWithInsertOpts.
 func (CleanupArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueRollouts, MaxAttempts: 10}
+}
+
+// DeliverArgs asks for an attempt of asynchronous invocation ID (a row of
+// async_invocations). Not unique: the row is the state, and a worker that
+// finds it finished does nothing. River's own attempts are not the
+// invocation's (snoozes and rescues do not count; the row counts them), so
+// MaxAttempts only bounds a job that keeps failing to record anything.
+type DeliverArgs struct {
+	Namespace string `json:"namespace"`
+	Function  string `json:"function"`
+	ID        string `json:"id"`
+}
+
+// Kind implements river.JobArgs.
+func (DeliverArgs) Kind() string { return "async_deliver" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (DeliverArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueAsync, MaxAttempts: 25}
+}
+
+// CallbackArgs asks for the final response of asynchronous invocation ID
+// to be POSTed to its callback URL.
+type CallbackArgs struct {
+	ID string `json:"id"`
+}
+
+// Kind implements river.JobArgs.
+func (CallbackArgs) Kind() string { return "async_callback" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: a few tries, then the
+// invocation records the callback as failed.
+func (CallbackArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueDefault, MaxAttempts: 4, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
 // SameIncarnation reports whether a job queued for incarnation queued is for

@@ -31,6 +31,9 @@ const (
 	// InvocationAPI is a call by the function's owner through the API's
 	// POST .../functions/{name}/invoke or the console: no trigger needed.
 	InvocationAPI TriggerKind = "api"
+	// InvocationAsync is one attempt of an asynchronous invocation
+	// (Invocation.AsyncID, Attempt), delivered by the async worker.
+	InvocationAsync TriggerKind = "async"
 )
 
 // Invocation is one recorded call of a function. Status is the HTTP status
@@ -55,6 +58,10 @@ type Invocation struct {
 	Log       string
 	StartedAt time.Time
 	EndedAt   time.Time
+	// AsyncID and Attempt name the asynchronous invocation this record is
+	// an attempt of (1, 2, ...); zero for every other invocation.
+	AsyncID uuid.UUID
+	Attempt int
 }
 
 // Limits of the stored text of an invocation.
@@ -158,19 +165,24 @@ type InvocationPage struct {
 }
 
 const invocationColumns = `id, namespace, function, version, trigger_kind, method, path, status, duration_us,
-	cold_start, bytes_in, bytes_out, error, log, started_at, ended_at`
+	cold_start, bytes_in, bytes_out, error, log, started_at, ended_at, async_id, attempt`
 
 // invocationCopyColumns are the columns the writer copies, in the order copyEncoder.invocations writes them.
 var invocationCopyColumns = []string{"id", "namespace", "function", "version", "trigger_kind", "method", "path", "status",
-	"duration_us", "cold_start", "bytes_in", "bytes_out", "error", "log", "started_at", "ended_at"}
+	"duration_us", "cold_start", "bytes_in", "bytes_out", "error", "log", "started_at", "ended_at", "async_id", "attempt"}
+
+// invocationCopyColumnsBefore14 are the columns of a COPY stream spooled by
+// a server older than migration 00014 (no async_id, attempt): its spool is
+// replayed with them (InvocationWriter.insertIdempotent).
+var invocationCopyColumnsBefore14 = invocationCopyColumns[:16]
 
 func scanInvocation(row pgx.CollectableRow) (Invocation, error) {
 	var inv Invocation
-	var id pgtype.UUID
+	var id, asyncID pgtype.UUID
 	var us int64
 	err := row.Scan(&id, &inv.Namespace, &inv.Function, &inv.Version, &inv.Trigger, &inv.Method, &inv.Path, &inv.Status,
-		&us, &inv.ColdStart, &inv.BytesIn, &inv.BytesOut, &inv.Error, &inv.Log, &inv.StartedAt, &inv.EndedAt)
-	inv.ID = id.Bytes
+		&us, &inv.ColdStart, &inv.BytesIn, &inv.BytesOut, &inv.Error, &inv.Log, &inv.StartedAt, &inv.EndedAt, &asyncID, &inv.Attempt)
+	inv.ID, inv.AsyncID = id.Bytes, asyncID.Bytes
 	inv.Duration = time.Duration(us) * time.Microsecond
 	inv.StartedAt, inv.EndedAt = inv.StartedAt.UTC(), inv.EndedAt.UTC()
 	return inv, err

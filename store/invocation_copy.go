@@ -14,11 +14,18 @@ var invocationCopySQL = "COPY invocations (" + strings.Join(invocationCopyColumn
 // invocationReplayCopySQL and invocationReplayInsertSQL store a COPY stream
 // again without storing a record twice (InvocationWriter.insertIdempotent):
 // into a temporary table, then into the log, skipping ids stored already.
-var (
-	invocationReplayCopySQL   = "COPY invocations_replay (" + strings.Join(invocationCopyColumns, ", ") + ") FROM STDIN (FORMAT binary)"
-	invocationReplayInsertSQL = "INSERT INTO invocations (" + strings.Join(invocationCopyColumns, ", ") + ") SELECT " +
-		strings.Join(invocationCopyColumns, ", ") + " FROM invocations_replay ON CONFLICT DO NOTHING"
-)
+// A stream whose rows have fewer fields was spooled before migration 00014
+// and is replayed with the columns it has (replaySQL).
+func replaySQL(stream []byte) (copySQL, insertSQL string) {
+	cols := invocationCopyColumns
+	// The header is 19 bytes; each row starts with its field count.
+	if len(stream) >= 21 && int(binary.BigEndian.Uint16(stream[19:21])) == len(invocationCopyColumnsBefore14) {
+		cols = invocationCopyColumnsBefore14
+	}
+	list := strings.Join(cols, ", ")
+	return "COPY invocations_replay (" + list + ") FROM STDIN (FORMAT binary)",
+		"INSERT INTO invocations (" + list + ") SELECT " + list + " FROM invocations_replay ON CONFLICT DO NOTHING"
+}
 
 // pgEpochMicros is 2000-01-01 UTC, where PostgreSQL's binary timestamps
 // count from, in Unix microseconds.
@@ -65,6 +72,12 @@ func (e *copyEncoder) invocations(invs []Invocation) {
 		e.text(inv.Log)
 		e.timestamptz(inv.StartedAt)
 		e.timestamptz(inv.EndedAt)
+		if inv.AsyncID == (uuid.UUID{}) {
+			e.null()
+		} else {
+			e.uuid(inv.AsyncID)
+		}
+		e.int4(int32(inv.Attempt))
 	}
 	e.buf = binary.BigEndian.AppendUint16(e.buf, 0xffff) // the trailer: a field count of -1
 }
@@ -74,6 +87,11 @@ func (e *copyEncoder) invocations(invs []Invocation) {
 func (e *copyEncoder) uuid(id uuid.UUID) {
 	e.buf = binary.BigEndian.AppendUint32(e.buf, 16)
 	e.buf = append(e.buf, id[:]...)
+}
+
+// null is a NULL value: a length of -1 and no bytes.
+func (e *copyEncoder) null() {
+	e.buf = binary.BigEndian.AppendUint32(e.buf, 0xffffffff)
 }
 
 func (e *copyEncoder) text(s string) {

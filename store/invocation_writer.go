@@ -526,10 +526,11 @@ func (w *InvocationWriter) insertIdempotent(ctx context.Context, stream []byte) 
 	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE invocations_replay (LIKE invocations) ON COMMIT DROP`); err != nil {
 		return err
 	}
-	if _, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(stream), invocationReplayCopySQL); err != nil {
+	copySQL, insertSQL := replaySQL(stream)
+	if _, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(stream), copySQL); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, invocationReplayInsertSQL); err != nil {
+	if _, err := tx.Exec(ctx, insertSQL); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)

@@ -16,15 +16,15 @@ import (
 // named scan function per table.
 
 const functionColumns = `namespace, name, runtime, entrypoint, memory_mb, timeout_sec, env_vars, max_concurrency, retry_safe, phase, message,
-	active_version, endpoint, serving_version, created_at, last_built_at, last_build_failure_version, last_build_failure_message, rollout_failure`
+	active_version, endpoint, serving_version, created_at, last_built_at, last_build_failure_version, last_build_failure_message, rollout_failure, async`
 
 func scanFunction(row pgx.CollectableRow) (domain.Function, error) {
 	var f domain.Function
-	var env []byte
+	var env, async []byte
 	var built *time.Time
 	err := row.Scan(&f.Namespace, &f.Name, &f.Config.Runtime, &f.Config.Entrypoint, &f.Config.MemoryMB, &f.Config.TimeoutSec,
 		&env, &f.Config.MaxConcurrency, &f.Config.RetrySafe, &f.Phase, &f.Message, &f.ActiveVersion, &f.Endpoint, &f.ServingVersion, &f.CreatedAt, &built,
-		&f.LastBuildFailure.Version, &f.LastBuildFailure.Message, &f.RolloutFailure)
+		&f.LastBuildFailure.Version, &f.LastBuildFailure.Message, &f.RolloutFailure, &async)
 	if err != nil {
 		return f, err
 	}
@@ -34,6 +34,11 @@ func scanFunction(row pgx.CollectableRow) (domain.Function, error) {
 	}
 	f.CreatedAt = f.CreatedAt.UTC()
 	f.LastBuiltAt = f.LastBuiltAt.UTC()
+	if async != nil {
+		if err := json.Unmarshal(async, &f.Config.Async); err != nil {
+			return f, err
+		}
+	}
 	return f, json.Unmarshal(env, &f.Config.EnvVars)
 }
 

@@ -95,7 +95,8 @@ func invocationPartitionsJob() *river.PeriodicJob {
 }
 
 // invocationPartitionsWorker keeps three days of partitions ahead and drops
-// the days older than the retention.
+// the days older than the retention; it also deletes the asynchronous
+// invocations finished more than a day ago (dead letters stay).
 type invocationPartitionsWorker struct {
 	river.WorkerDefaults[InvocationPartitionsArgs]
 	w *Workers
@@ -114,5 +115,9 @@ func (p *invocationPartitionsWorker) Work(ctx context.Context, _ *river.Job[Invo
 	if len(dropped) > 0 {
 		p.w.log.InfoContext(ctx, "dropped old invocation log partitions", "partitions", dropped, "retention", p.w.cfg.InvocationRetention)
 	}
-	return nil
+	pruned, err := p.w.store.PruneAsync(ctx, now.Add(-asyncPruneAge))
+	if pruned > 0 {
+		p.w.log.InfoContext(ctx, "pruned finished asynchronous invocations", "count", pruned, "age", asyncPruneAge)
+	}
+	return err
 }

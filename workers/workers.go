@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/invoke"
 	"github.com/slessio/sless/store"
 )
 
@@ -29,6 +32,7 @@ const (
 	DefaultBuildWorkers   = 2
 	DefaultRolloutWorkers = 10
 	DefaultRunWorkers     = 20
+	DefaultAsyncWorkers   = 32
 	// DefaultBuildsPerNamespace is how many builds of one namespace run at once.
 	DefaultBuildsPerNamespace = 1
 	// DefaultRolloutTimeout is how long a rollout may try to start a function.
@@ -93,6 +97,18 @@ type Config struct {
 	BuildsPerNamespace int
 	// Invocations records job and cron runs in the invocation log; nil records none.
 	Invocations Recorder
+	// Invoker delivers asynchronous invocations (the proxy); without it
+	// they wait, retried, until a server that has one works them.
+	Invoker invoke.Invoker
+	// AsyncWorkers is how many asynchronous deliveries this process runs
+	// at once. Default DefaultAsyncWorkers.
+	AsyncWorkers int
+	// CallbackAllow admits the callback URLs of asynchronous invocations
+	// (SLESS_CALLBACK_ALLOW); empty refuses every callback.
+	CallbackAllow domain.CallbackAllow
+	// PlatformPorts are the ports this platform listens on: a callback to
+	// one of them on an address of this machine is refused.
+	PlatformPorts []int
 	// InvocationRetention is how long the invocation log keeps a day (its
 	// daily partitions are dropped after). Default DefaultInvocationRetention.
 	InvocationRetention time.Duration
@@ -126,6 +142,8 @@ type Workers struct {
 	scheduler driver.Scheduler // nil: the leader fires cron slots through Driver.Run
 	deleter   CodeDeleter
 	log       *slog.Logger
+	cmds      *command.Commands
+	callbacks *http.Client
 	live      *liveness
 	slots     atomic.Pointer[buildSlots] // while started
 	// stopping is set when Stop gives up waiting and cancels the running
@@ -163,12 +181,15 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 	river.AddWorker(ws, &cronTickWorker{w: w})
 	river.AddWorker(ws, &cronRunWorker{w: w})
 	river.AddWorker(ws, &invocationPartitionsWorker{w: w})
+	river.AddWorker(ws, &asyncWorker{w: w})
+	river.AddWorker(ws, &callbackWorker{w: w})
 
 	rc := &river.Config{
 		Queues: map[string]river.QueueConfig{
 			outbox.QueueBuilds:   {MaxWorkers: cfg.BuildWorkers},
 			outbox.QueueRollouts: {MaxWorkers: cfg.RolloutWorkers},
 			outbox.QueueRuns:     {MaxWorkers: cfg.RunWorkers},
+			outbox.QueueAsync:    {MaxWorkers: cfg.AsyncWorkers},
 			outbox.QueueDefault:  {MaxWorkers: 2},
 		},
 		ID:                          newClientID(),
@@ -191,6 +212,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 	if w.store == nil {
 		w.store = store.New(pool, client)
 	}
+	w.cmds = command.New(command.Config{Store: w.store, Now: cfg.Clock, CallbackAllow: cfg.CallbackAllow})
+	w.callbacks = newCallbackClient(cfg.PlatformPorts)
 	if u, ok := cfg.Driver.(driver.BuildSourceUser); ok {
 		u.UseBuildSource(w)
 	}
@@ -206,6 +229,9 @@ func (c *Config) defaults() error {
 	}
 	if c.CronInterval <= 0 {
 		c.CronInterval = DefaultCronInterval
+	}
+	if c.AsyncWorkers <= 0 {
+		c.AsyncWorkers = DefaultAsyncWorkers
 	}
 	if c.CronCatchUp <= 0 {
 		c.CronCatchUp = DefaultCronCatchUp

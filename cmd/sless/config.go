@@ -50,6 +50,8 @@ type config struct {
 	FnConcurrency int                      // SLESS_FN_DEFAULT_MAX_CONCURRENCY: in-flight requests per function without max_concurrency; 0 unlimited
 	FnClientRate  float64                  // SLESS_FN_CLIENT_RATE: /fn requests per second per client address; 0 no limit
 	FnClientBurst int                      // SLESS_FN_CLIENT_BURST
+	CallbackAllow string                   // SLESS_CALLBACK_ALLOW: origins async callbacks may be POSTed to; empty = callbacks off
+	AsyncWorkers  int                      // SLESS_ASYNC_WORKERS: asynchronous deliveries this process runs at once
 
 	NoSandbox       bool          // SLESS_INSECURE_NO_SANDBOX: run local functions as plain processes of this user
 	EgressAllow     string        // SLESS_EGRESS_ALLOW: what sandboxed functions may reach besides the internet
@@ -145,6 +147,8 @@ func bindConfig(fs *flag.FlagSet) *config {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", int64(envInt("SLESS_MAX_BODY_BYTES", 6<<20)), "request body limit of /fn/ (env SLESS_MAX_BODY_BYTES)")
 	fs.IntVar(&c.FnConcurrency, "fn-default-max-concurrency", envInt("SLESS_FN_DEFAULT_MAX_CONCURRENCY", 0), "requests one function may have in flight on /fn when it sets no max_concurrency, beyond it 429; 0 = unlimited (env SLESS_FN_DEFAULT_MAX_CONCURRENCY)")
 	fs.Float64Var(&c.FnClientRate, "fn-client-rate", envFloat("SLESS_FN_CLIENT_RATE", 0), "requests per second one client address may send to /fn, beyond it 429; 0 = no limit (env SLESS_FN_CLIENT_RATE)")
+	fs.StringVar(&c.CallbackAllow, "callback-allow", env("SLESS_CALLBACK_ALLOW", ""), "origins the final response of an asynchronous invocation may be POSTed to (X-Sless-Callback-Url), comma-separated, e.g. https://hooks.example.com,https://*.example.org:8443; empty = callbacks off (env SLESS_CALLBACK_ALLOW)")
+	fs.IntVar(&c.AsyncWorkers, "async-workers", envInt("SLESS_ASYNC_WORKERS", workers.DefaultAsyncWorkers), "asynchronous invocations this process delivers at once (env SLESS_ASYNC_WORKERS)")
 	fs.IntVar(&c.FnClientBurst, "fn-client-burst", envInt("SLESS_FN_CLIENT_BURST", 0), "burst of --fn-client-rate; 0 = the rate rounded up (env SLESS_FN_CLIENT_BURST)")
 	fs.BoolVar(&c.NoSandbox, "insecure-no-sandbox", env("SLESS_INSECURE_NO_SANDBOX", "") == "true", "local driver: run functions as plain processes of this user, with no sandbox; never with untrusted code (env SLESS_INSECURE_NO_SANDBOX=true)")
 	fs.StringVar(&c.EgressAllow, "egress-allow", env("SLESS_EGRESS_ALLOW", ""), "what functions may reach besides the internet (never private, link-local or loopback addresses otherwise): comma-separated CIDRs, addresses and address:port, e.g. 127.0.0.1:5432 for a database on this host (env SLESS_EGRESS_ALLOW)")

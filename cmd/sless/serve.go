@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/driver"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -152,8 +153,24 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	if idle == 0 {
 		idle = -1 // the flag's 0 means never; the proxy's 0 means its default
 	}
+	callbackAllow, err := domain.ParseCallbackAllow(c.CallbackAllow)
+	if err != nil {
+		return fmt.Errorf("--callback-allow: %s", domain.ErrorMessage(err))
+	}
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.Listen, err)
+	}
+	serving := false
+	defer func() {
+		if !serving { // the HTTP server closes it once it serves
+			ln.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
 	// The proxy only reads routes and listens for their changes: the store
-	// without an outbox client serves it.
+	// without an outbox client serves it. It queues asynchronous
+	// invocations through the API's commands (UseEnqueuer below).
 	p.proxy, err = proxy.New(proxy.Config{Store: logStore, Invocations: p.writer, Scaler: proxy.DriverScaler{Driver: p.driver, Store: logStore},
 		IdleTimeout: idle, IdleTimeouts: c.IdleOverrides, MaxBodyBytes: c.MaxBodyBytes, TrustedProxies: trusted,
 		DefaultMaxConcurrency: c.FnConcurrency, ClientRate: c.FnClientRate, ClientBurst: c.FnClientBurst,
@@ -162,6 +179,7 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 		return err
 	}
 	if p.workers, err = workers.New(p.db.Pool, workers.Config{Driver: p.driver, Code: code, Invocations: p.proxy,
+		Invoker: p.proxy, AsyncWorkers: c.AsyncWorkers, CallbackAllow: callbackAllow, PlatformPorts: []int{port},
 		InvocationRetention: c.Retention, ShutdownTimeout: c.ShutdownWait, BuildsPerNamespace: c.BuildsPerNS, Logger: log.With("component", "workers")}); err != nil {
 		return err
 	}
@@ -176,11 +194,6 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 		return fmt.Errorf("river ui: %w", err)
 	}
 
-	ln, err := net.Listen("tcp", c.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", c.Listen, err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
 	if c.ExternalURL == "" {
 		c.ExternalURL = fmt.Sprintf("http://localhost:%d", port)
 	}
@@ -188,25 +201,24 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 		Store: st, Code: code, Verifier: verifier, ExternalURL: c.ExternalURL,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst, RiverUI: ui, Logger: log.With("component", "api"),
 		Proxy: p.proxy, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sandbox: p.driver.sandbox,
+		CallbackAllow: callbackAllow,
 	})
 	if err != nil {
-		ln.Close()
 		return err
 	}
+	p.proxy.UseEnqueuer(api.Commands())
 	if err := p.workers.Start(ctx); err != nil {
-		ln.Close()
 		return err
 	}
 	if err := p.proxy.Start(ctx); err != nil {
-		ln.Close()
 		return err
 	}
 	if err := p.resume(ctx, log); err != nil {
-		ln.Close()
 		return err
 	}
 	p.http = api.HTTPServer(c.Listen)
 	served := make(chan error, 1)
+	serving = true
 	go func() { served <- p.http.Serve(ln) }()
 	log.Info("sless is serving", "api", c.ExternalURL+"/v1", "data_dir", c.DataDir)
 	if dev {

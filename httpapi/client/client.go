@@ -79,6 +79,7 @@ type call struct {
 	query       url.Values
 	body        io.Reader
 	contentType string
+	header      http.Header // more request headers
 	out         any
 	// accept and text ask for another representation than JSON (the
 	// human listing's text/plain), copied whole into text.
@@ -179,6 +180,9 @@ func (c *Client) send(ctx context.Context, cl call) (*http.Response, string, err
 	}
 	if cl.contentType != "" {
 		req.Header.Set("Content-Type", cl.contentType)
+	}
+	for k, v := range cl.header {
+		req.Header[k] = v
 	}
 	res, err := c.http.Do(req)
 	if err != nil {

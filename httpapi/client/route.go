@@ -46,6 +46,11 @@ const (
 	routePatchJob
 	routeDeleteJob
 	routeListEvents
+	routeListQueued
+	routeListDeadLetters
+	routeDeleteDeadLetters
+	routeRetryDeadLetter
+	routeDeleteDeadLetter
 	numRoutes
 )
 
@@ -65,7 +70,13 @@ var routes = [numRoutes]route{
 	routeGetVersion:     {Method: "GET", Path: "/v1/namespaces/{ns}/functions/{name}/versions/{version}"},
 	routeRollback:       {Method: "POST", Path: "/v1/namespaces/{ns}/functions/{name}/rollback"},
 
-	routeInvoke: {Method: "POST", Path: "/v1/namespaces/{ns}/functions/{name}/invoke"},
+	routeInvoke: {Method: "POST", Path: "/v1/namespaces/{ns}/functions/{name}/invoke", Query: []string{"async"}},
+
+	routeListQueued:        {Method: "GET", Path: "/v1/namespaces/{ns}/functions/{name}/queued", Query: []string{"limit", "cursor"}},
+	routeListDeadLetters:   {Method: "GET", Path: "/v1/namespaces/{ns}/functions/{name}/dead-letters", Query: []string{"limit", "cursor"}},
+	routeDeleteDeadLetters: {Method: "DELETE", Path: "/v1/namespaces/{ns}/functions/{name}/dead-letters"},
+	routeRetryDeadLetter:   {Method: "POST", Path: "/v1/namespaces/{ns}/functions/{name}/dead-letters/{id}/retry"},
+	routeDeleteDeadLetter:  {Method: "DELETE", Path: "/v1/namespaces/{ns}/functions/{name}/dead-letters/{id}"},
 
 	routeListInvocations: {Method: "GET", Path: "/v1/namespaces/{ns}/functions/{name}/invocations",
 		Query: []string{"since", "until", "status", "limit", "cursor"}},

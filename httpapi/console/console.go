@@ -57,7 +57,7 @@ type Config struct {
 // Invoker calls a function for its owner and writes the function's answer
 // (httpapi/proxy's *Proxy); an error means nothing was written.
 type Invoker interface {
-	Invoke(w http.ResponseWriter, r *http.Request, namespace, function string, kind store.TriggerKind) error
+	ServeInvoke(w http.ResponseWriter, r *http.Request, namespace, function string, kind store.TriggerKind) error
 }
 
 // Console serves /console/. It is safe for concurrent use.

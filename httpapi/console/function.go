@@ -343,7 +343,7 @@ func (c *Console) invoke(w http.ResponseWriter, r *http.Request, s session) erro
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		out.Header.Set("Content-Type", ct)
 	}
-	return c.cfg.Invoker.Invoke(noCookies{w}, out, r.PathValue("ns"), r.PathValue("fn"), store.InvocationAPI)
+	return c.cfg.Invoker.ServeInvoke(noCookies{w}, out, r.PathValue("ns"), r.PathValue("fn"), store.InvocationAPI)
 }
 
 // noCookies drops the Set-Cookie headers of an answer to the invoke panel:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/wire"
+	"github.com/slessio/sless/invoke"
 	"github.com/slessio/sless/store"
 )
 
@@ -74,6 +75,11 @@ type call struct {
 	// ones keep for the invocation record.
 	kind  store.TriggerKind
 	owner bool
+	// asyncID and attempt name an attempt of an asynchronous invocation
+	// (Invoke); errOut, when set, receives errText when the call ends.
+	asyncID uuid.UUID
+	attempt int
+	errOut  *string
 
 	// During the exchange: the connection, the client's context, and the
 	// end of watching it (nil while not watched; see await).
@@ -108,10 +114,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	k, sub, err := splitPath(r.URL.EscapedPath())
+	path, async := asyncPath(r.URL.EscapedPath())
+	k, sub, err := splitPath(path)
 	if err != nil {
 		p.reject(w, r, "bad_request", err)
 		return
+	}
+	if !async {
+		if async, err = invoke.IsAsync(r.Header); err != nil {
+			p.reject(w, r, "bad_request", err)
+			return
+		}
 	}
 	e := p.routes.get(k)
 	var cfg *routeCfg
@@ -121,6 +134,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if cfg == nil || cfg.HTTPTriggers == 0 {
 		p.reject(w, r, "not_found",
 			domain.Errorf(domain.ENOTFOUND, "no function %q with an http trigger in namespace %q", k.name, k.ns))
+		return
+	}
+	if async {
+		if !cfg.HTTPEnabled {
+			p.reject(w, r, "disabled", domain.Errorf(domain.EUNAVAILABLE, "the http trigger of function %q is disabled", k.name))
+			return
+		}
+		p.enqueue(w, r, k, sub)
 		return
 	}
 	c, rec := p.newCall(w, e, cfg, sub, start)
@@ -278,7 +299,11 @@ func (p *Proxy) finish(rec *recorder, r *http.Request, c *call, cfg *routeCfg, s
 	}
 	inv := store.Invocation{ID: c.id, Namespace: c.e.key.ns, Function: c.e.key.name, Version: cfg.ActiveVersion,
 		Trigger: c.kind, Method: r.Method, Path: c.path, Status: status, Duration: d,
-		ColdStart: c.cold, Error: c.errText, Log: decodeLog(c.log), StartedAt: start, BytesIn: c.bytesIn, BytesOut: rec.bytes}
+		ColdStart: c.cold, Error: c.errText, Log: decodeLog(c.log), StartedAt: start, BytesIn: c.bytesIn, BytesOut: rec.bytes,
+		AsyncID: c.asyncID, Attempt: c.attempt}
+	if c.errOut != nil {
+		*c.errOut = c.errText
+	}
 	p.metrics.observe(c.e.m, c.kind, status, d)
 	p.record(inv)
 	*c = call{}

@@ -9,7 +9,7 @@ import (
 	"github.com/slessio/sless/store"
 )
 
-// Invoke calls a function for its authenticated owner — the API's POST
+// ServeInvoke calls a function for its authenticated owner — the API's POST
 // /v1/namespaces/{ns}/functions/{name}/invoke and the console's invoke
 // panel, which checked the caller — and writes the function's answer to w
 // as /fn would: its status, headers and body, with the same header rules
@@ -26,10 +26,16 @@ import (
 // public ones keep for the invocation record (why a start failed). The call
 // is recorded with trigger kind kind (store.InvocationAPI).
 //
-// Invoke returns an error, having written nothing, only when the function
+// ServeInvoke returns an error, having written nothing, only when the function
 // does not exist (ENOTFOUND) or the route table could not be read
 // (EUNAVAILABLE, EINTERNAL); the caller renders it.
-func (p *Proxy) Invoke(w http.ResponseWriter, r *http.Request, namespace, function string, kind store.TriggerKind) error {
+func (p *Proxy) ServeInvoke(w http.ResponseWriter, r *http.Request, namespace, function string, kind store.TriggerKind) error {
+	return p.invokeAt(w, r, namespace, function, "/", func(c *call) { c.kind, c.owner = kind, true })
+}
+
+// invokeAt is ServeInvoke at path (below the function, escaped), with setup
+// marking the call (its kind, owner, async attempt) before it is sent.
+func (p *Proxy) invokeAt(w http.ResponseWriter, r *http.Request, namespace, function, path string, setup func(*call)) error {
 	start := time.Now()
 	if !domain.IsNamespace(namespace) || !domain.IsName(function) {
 		return domain.Errorf(domain.ENOTFOUND, "function %q not found", function)
@@ -49,8 +55,8 @@ func (p *Proxy) Invoke(w http.ResponseWriter, r *http.Request, namespace, functi
 	if cfg == nil {
 		return domain.Errorf(domain.ENOTFOUND, "function %q not found", function)
 	}
-	c, rec := p.newCall(w, e, cfg, "/", start)
-	c.kind, c.owner = kind, true
+	c, rec := p.newCall(w, e, cfg, path, start)
+	setup(c)
 	defer p.finish(rec, r, c, cfg, start)
 	if cfg.ActiveVersion == 0 {
 		p.refuse(rec, r, c, "not_built", notBuilt(cfg))

@@ -17,7 +17,7 @@ import (
 func (f *fixture) invoker() string {
 	f.t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := f.proxy.Invoke(w, r, f.ns, strings.TrimPrefix(r.URL.Path, "/"), store.InvocationAPI); err != nil {
+		if err := f.proxy.ServeInvoke(w, r, f.ns, strings.TrimPrefix(r.URL.Path, "/"), store.InvocationAPI); err != nil {
 			w.WriteHeader(599) // what the API would render; nothing was written
 			w.Write([]byte(domain.ErrorCode(err) + ": " + domain.ErrorMessage(err)))
 		}

@@ -25,6 +25,7 @@ var durationBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .2
 //	                                  not_built, too_large, concurrency, overloaded, unavailable,
 //	                                  wake, timeout, upstream, client_gone
 //	sless_proxy_requests_in_flight
+//	sless_async_enqueued_total        asynchronous invocations accepted through /fn and /async-fn
 //	sless_invocation_log_written_total, sless_invocation_log_dropped_total{reason}
 //	                                  (when Config.Invocations has Stats, as the store's writer)
 type metrics struct {
@@ -33,6 +34,7 @@ type metrics struct {
 	coldStarts       *prometheus.CounterVec
 	coldStartSeconds prometheus.Histogram
 	proxyErrors      *prometheus.CounterVec
+	asyncEnqueued    prometheus.Counter
 	// inflight is read by a GaugeFunc at scrape time: a Gauge's Inc and Dec
 	// are compare-and-swap loops on a float, twice per request.
 	inflight atomic.Int64
@@ -67,6 +69,8 @@ func newMetrics(reg prometheus.Registerer, rec Recorder) (*metrics, error) {
 			Help: "Time from the first held request to a started function.", Buckets: durationBuckets}),
 		proxyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sless_proxy_errors_total",
 			Help: "Requests the proxy answered itself, or could not finish, by reason."}, []string{"reason"}),
+		asyncEnqueued: prometheus.NewCounter(prometheus.CounterOpts{Name: "sless_async_enqueued_total",
+			Help: "Asynchronous invocations accepted through /fn and /async-fn (202; repeats under an Idempotency-Key too)."}),
 		fns: map[fnKey]*fnMetrics{},
 	}
 	if reg == nil {
@@ -74,7 +78,7 @@ func newMetrics(reg prometheus.Registerer, rec Recorder) (*metrics, error) {
 	}
 	inflight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sless_proxy_requests_in_flight",
 		Help: "Requests being proxied to functions."}, func() float64 { return float64(m.inflight.Load()) })
-	cs := []prometheus.Collector{m.invocations, m.duration, m.coldStarts, m.coldStartSeconds, m.proxyErrors, inflight}
+	cs := []prometheus.Collector{m.invocations, m.duration, m.coldStarts, m.coldStartSeconds, m.proxyErrors, m.asyncEnqueued, inflight}
 	if src, ok := rec.(statsSource); ok {
 		cs = append(cs,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sless_invocation_log_written_total",

@@ -86,6 +86,9 @@ type Config struct {
 	// X-Forwarded-For, -Proto and -Host are kept and extended; from anyone
 	// else they are replaced. Empty: trust no one.
 	TrustedProxies []netip.Prefix
+	// Enqueue accepts asynchronous invocations (X-Sless-Invocation-Type:
+	// async, and /async-fn/); nil answers them 503.
+	Enqueue Enqueuer
 	// Registerer receives the proxy's metrics; nil registers none.
 	Registerer prometheus.Registerer
 	// Logger; nil means slog.Default().

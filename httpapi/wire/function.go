@@ -35,9 +35,27 @@ type Function struct {
 	// the http trigger's URL when one is enabled. It trails active_version
 	// while a new version is being rolled out; 0 before the first rollout
 	// and after a failed one.
-	ServingVersion int        `json:"serving_version"`
-	CreatedAt      time.Time  `json:"created_at"`
-	LastBuiltAt    *time.Time `json:"last_built_at"`
+	ServingVersion int `json:"serving_version"`
+	// Async is how asynchronous invocations of the function are delivered.
+	Async       AsyncConfig `json:"async"`
+	CreatedAt   time.Time   `json:"created_at"`
+	LastBuiltAt *time.Time  `json:"last_built_at"`
+}
+
+// AsyncConfig is domain.AsyncConfig: retries after the first attempt,
+// the age past which an event is given up, and the deliveries at once.
+type AsyncConfig struct {
+	MaxRetries     int `json:"max_retries" doc:"attempts after the first for 429, 5xx, timeouts and connection errors (0 to 10, default 2)"`
+	MaxEventAgeSec int `json:"max_event_age_sec" doc:"seconds after which a queued invocation is given up to the dead letters (60 to 21600, default 21600)"`
+	MaxConcurrency int `json:"max_concurrency" doc:"asynchronous deliveries at once (0: no bound of their own)"`
+}
+
+// AsyncPatch sets some fields of AsyncConfig: a field left out keeps its
+// current value (in a create: its default).
+type AsyncPatch struct {
+	MaxRetries     *int `json:"max_retries,omitempty" doc:"attempts after the first (0 to 10)"`
+	MaxEventAgeSec *int `json:"max_event_age_sec,omitempty" doc:"seconds before a queued invocation is given up (60 to 21600)"`
+	MaxConcurrency *int `json:"max_concurrency,omitempty" doc:"asynchronous deliveries at once (0: no bound of their own)"`
 }
 
 // BuildFailure is a version whose build failed, and the build's message
@@ -66,6 +84,8 @@ type CreateFunctionRequest struct {
 	// RetrySafe declares that running the function twice with one event does
 	// no harm (default false), see Function.RetrySafe.
 	RetrySafe bool `json:"retry_safe,omitempty" doc:"true: a job run interrupted by a server shutdown is run again; false (default): it fails with \"interrupted by shutdown\""`
+	// Async configures asynchronous invocations; left out, the defaults.
+	Async *AsyncPatch `json:"async,omitempty"`
 }
 
 // UpdateFunctionRequest is the body of PUT .../functions/{name}. It is merged
@@ -82,4 +102,5 @@ type UpdateFunctionRequest struct {
 	EnvVars        *map[string]string `json:"env_vars,omitempty"`
 	MaxConcurrency *int               `json:"max_concurrency,omitempty"`
 	RetrySafe      *bool              `json:"retry_safe,omitempty" doc:"true: a job run interrupted by a server shutdown is run again; false: it fails with \"interrupted by shutdown\""`
+	Async          *AsyncPatch        `json:"async,omitempty"`
 }

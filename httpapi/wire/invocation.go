@@ -22,6 +22,10 @@ type Invocation struct {
 	Error      string    `json:"error"`
 	StartedAt  time.Time `json:"started_at"`
 	EndedAt    time.Time `json:"ended_at"`
+	// AsyncID and Attempt name the asynchronous invocation this record is
+	// an attempt of; left out for other invocations.
+	AsyncID string `json:"async_id,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
 }
 
 // InvocationDetail is one invocation with the function's log of it.

@@ -1,0 +1,168 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/invoke"
+	"github.com/slessio/sless/outbox"
+	"github.com/slessio/sless/store"
+)
+
+// asyncWorker delivers one attempt of an asynchronous invocation:
+//
+//	function gone or invocation finished? complete → older than
+//	max_event_age_sec? dead letter → max_concurrency deliveries running?
+//	snooze → claim (attempt n, leased) → Invoker.Invoke (the proxy: cold
+//	start, timeout, the invocation log's row of the attempt) → 2xx: succeeded;
+//	another 4xx: failed; 429, 5xx, no answer: queued again and retried after
+//	invoke.Backoff, or a dead letter after max_retries retries
+//
+// A final state is recorded in the transaction that completes the River job
+// (with the callback's job, if any), so it is recorded once. The function
+// may be sent a request more than once (a crash after it answered and
+// before the record): delivery is at least once; the Idempotency-Key of the
+// enqueue gives the caller exactly one invocation id.
+type asyncWorker struct {
+	river.WorkerDefaults[outbox.DeliverArgs]
+	w *Workers
+}
+
+// Timeout is the longest function timeout plus a margin; each attempt is
+// bounded by its function's own timeout in the proxy.
+func (a *asyncWorker) Timeout(*river.Job[outbox.DeliverArgs]) time.Duration { return maxRunTimeout }
+
+// NextRetry spreads the retries of a failed attempt: invoke.Backoff with
+// jitter, from 1 s.
+func (a *asyncWorker) NextRetry(job *river.Job[outbox.DeliverArgs]) time.Time {
+	return time.Now().Add(invoke.Backoff(job.Attempt, 0.5+rand.Float64()))
+}
+
+// errAttemptFailed makes River retry a delivery whose attempt was recorded.
+var errAttemptFailed = errors.New("async delivery attempt failed; retrying")
+
+// Work delivers the invocation, see asyncWorker.
+func (a *asyncWorker) Work(ctx context.Context, job *river.Job[outbox.DeliverArgs]) error {
+	w, args := a.w, job.Args
+	id, err := uuid.Parse(args.ID)
+	if err != nil {
+		return river.JobCancel(fmt.Errorf("async delivery: bad invocation id %q", args.ID))
+	}
+	f, err := w.store.GetFunction(ctx, args.Namespace, args.Function)
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		return nil // deleted, with its invocations
+	}
+	if err != nil {
+		return err
+	}
+	if w.cfg.Invoker == nil {
+		return domain.Errorf(domain.EUNAVAILABLE, "async delivery: this server has no invoker")
+	}
+	policy := f.Config.AsyncPolicy()
+	maxAge := time.Duration(policy.MaxEventAgeSec) * time.Second
+	inv, res, err := w.store.ClaimAsync(ctx, id, policy.MaxConcurrency, maxAge, w.now(), asyncLease(f.Config.TimeoutSec))
+	if err != nil {
+		return err
+	}
+	switch res {
+	case store.Finished:
+		return nil
+	case store.Busy:
+		return river.JobSnooze(time.Duration(100+rand.IntN(200)) * time.Millisecond)
+	case store.Expired:
+		now := w.now()
+		last := store.AsyncAttempt{Attempt: inv.AttemptCount, StartedAt: now, EndedAt: now,
+			Error: fmt.Sprintf("not attempted: older than max_event_age_sec (%d s)", policy.MaxEventAgeSec)}
+		return a.finish(ctx, job, inv, domain.AsyncDead, last, lastResponse(inv), "event too old")
+	}
+
+	started := w.now()
+	result, err := w.cfg.Invoker.Invoke(ctx, invoke.Call{Namespace: inv.Namespace, Function: inv.Function, Kind: store.InvocationAsync,
+		Method: inv.Request.Method, Path: inv.Request.Path, Query: inv.Request.Query, Header: inv.Request.Headers,
+		Body: inv.Request.Body, AsyncID: inv.ID, Attempt: inv.AttemptCount})
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		return nil
+	}
+	attempt := store.AsyncAttempt{Attempt: inv.AttemptCount, StartedAt: started, EndedAt: w.now(), Status: result.Status, Error: result.Error}
+	if err != nil {
+		attempt.Status, attempt.Error = 0, domain.ErrorMessage(err)
+	}
+	outcome := invoke.Classify(attempt.Status)
+	if ctx.Err() != nil {
+		outcome = invoke.Interrupted
+	}
+	resp := &store.AsyncResponse{Status: result.Status, Headers: result.Header, Body: result.Body}
+	if attempt.Status == 0 {
+		resp = nil
+	}
+	switch {
+	case outcome == invoke.Succeeded:
+		return a.finish(ctx, job, inv, domain.AsyncSucceeded, attempt, resp, "")
+	case !invoke.RetryAgain(store.InvocationAsync, outcome, f.Config.RetrySafe):
+		return a.finish(ctx, job, inv, domain.AsyncFailed, attempt, resp, attempt.Error)
+	case outcome != invoke.Interrupted && inv.AttemptCount > policy.MaxRetries:
+		return a.finish(ctx, job, inv, domain.AsyncDead, attempt, resp, "retries exhausted")
+	}
+	// Retried: the attempt is recorded and the invocation queued again;
+	// River works it again after NextRetry (a stop: at the next start).
+	_, err = w.store.Execute(context.WithoutCancel(ctx), meta(job.Kind, job.ID), func(tx *store.Tx) error {
+		return w.store.FinishAsyncTx(ctx, tx.Tx, inv.ID, attempt, domain.AsyncQueued, resp, attempt.Error, w.now())
+	})
+	if err != nil {
+		return err
+	}
+	if outcome == invoke.Interrupted {
+		return river.JobSnooze(0)
+	}
+	return errAttemptFailed
+}
+
+// finish records inv's final state with its last attempt and completes
+// the job in one transaction; a dead letter appends its event, a callback
+// is queued.
+func (a *asyncWorker) finish(ctx context.Context, job *river.Job[outbox.DeliverArgs], inv store.AsyncInvocation, state domain.AsyncState,
+	last store.AsyncAttempt, resp *store.AsyncResponse, why string) error {
+	w := a.w
+	ctx = context.WithoutCancel(ctx) // the answer is in hand: record it
+	_, err := w.store.Execute(ctx, meta(job.Kind, job.ID), func(tx *store.Tx) error {
+		if state == domain.AsyncDead {
+			if err := w.cmds.DeadLetterTx(ctx, tx, inv, last, resp, why); err != nil {
+				return err
+			}
+		} else if err := w.store.FinishAsyncTx(ctx, tx.Tx, inv.ID, last, state, resp, why, w.now()); err != nil {
+			return err
+		}
+		if inv.Request.CallbackURL != "" {
+			if err := w.insertJobs(ctx, tx, outbox.CallbackArgs{ID: inv.ID.String()}); err != nil {
+				return err
+			}
+		}
+		return completeTx(ctx, tx.Tx, job)
+	})
+	return err
+}
+
+// lastResponse is the answer an invocation has kept, if any.
+func lastResponse(inv store.AsyncInvocation) *store.AsyncResponse {
+	if inv.Response.Status == 0 {
+		return nil
+	}
+	return &inv.Response
+}
+
+// asyncLease is how long an attempt of a function with timeout timeoutSec
+// holds its concurrency slot before it counts as dead (its worker's crash).
+func asyncLease(timeoutSec int) time.Duration {
+	return time.Duration(timeoutSec)*time.Second + runMargin
+}
+
+// asyncPruneAge is how long finished invocations (not dead letters) are
+// kept for GET .../invocations/{id}: the Idempotency-Key window.
+const asyncPruneAge = domain.IdempotencyWindow
