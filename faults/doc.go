@@ -14,8 +14,9 @@
 //	S3 down              an upload while the object store is down
 //	disk full            a full tmpfs as the data dir, then space again
 //	crash and stop       kill -9 and SIGTERM during a build, a rollout and job runs
-//
-// Async deliveries (issue 31) do not exist yet and are not covered.
+//	async                retries with backoff, dead letters and their retry, one run for 50
+//	                     enqueues under one key, max_concurrency, callbacks, bad input, kill -9
+//	                     with deliveries in flight
 //
 // Load comes from goroutines of the test with an http.Client, counting
 // answers by status. Every scenario ends in rows of a table — scenario,

@@ -109,6 +109,10 @@ func (s *Store) EnqueueAsync(ctx context.Context, inv AsyncInvocation, hash []by
 	if err != nil {
 		return inv, false, domain.Errorf(domain.EINTERNAL, "encode headers: %v", err)
 	}
+	body := inv.Request.Body
+	if body == nil {
+		body = []byte{} // bytea NOT NULL: nil would be NULL
+	}
 	var key *string
 	if inv.IdempotencyKey != "" {
 		key = &inv.IdempotencyKey
@@ -124,7 +128,7 @@ func (s *Store) EnqueueAsync(ctx context.Context, inv AsyncInvocation, hash []by
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $12)
 			ON CONFLICT (namespace, function, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
 			inv.ID, inv.Namespace, inv.Function, key, hash, inv.Request.Method, inv.Request.Path,
-			inv.Request.Query, headers, inv.Request.Body, inv.Request.CallbackURL, inv.EnqueuedAt)
+			inv.Request.Query, headers, body, inv.Request.CallbackURL, inv.EnqueuedAt)
 		if err != nil {
 			return inv, false, dbError("enqueue async invocation", err)
 		}
@@ -261,7 +265,10 @@ func (s *Store) FinishAsyncTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, atte
 	var status int
 	headers, body := []byte("{}"), []byte{}
 	if resp != nil {
-		status, body = resp.Status, resp.Body
+		status = resp.Status
+		if resp.Body != nil {
+			body = resp.Body
+		}
 		if headers, err = json.Marshal(resp.Headers); err != nil {
 			return domain.Errorf(domain.EINTERNAL, "encode headers: %v", err)
 		}

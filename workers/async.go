@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,6 +69,15 @@ func (a *asyncWorker) Work(ctx context.Context, job *river.Job[outbox.DeliverArg
 	}
 	policy := f.Config.AsyncPolicy()
 	maxAge := time.Duration(policy.MaxEventAgeSec) * time.Second
+	if policy.MaxConcurrency > 0 {
+		// This process's deliveries of the function wait for each other
+		// here, not in snoozes; ClaimAsync bounds them across processes.
+		release, ok := w.asyncSlots.acquire(ctx, args.Namespace+"/"+args.Function, policy.MaxConcurrency, asyncSlotWait)
+		if !ok {
+			return river.JobSnooze(time.Duration(100+rand.IntN(200)) * time.Millisecond)
+		}
+		defer release()
+	}
 	inv, res, err := w.store.ClaimAsync(ctx, id, policy.MaxConcurrency, maxAge, w.now(), asyncLease(f.Config.TimeoutSec))
 	if err != nil {
 		return err
@@ -161,6 +172,43 @@ func lastResponse(inv store.AsyncInvocation) *store.AsyncResponse {
 // holds its concurrency slot before it counts as dead (its worker's crash).
 func asyncLease(timeoutSec int) time.Duration {
 	return time.Duration(timeoutSec)*time.Second + runMargin
+}
+
+// asyncSlotWait is how long a delivery waits for a slot of its function's
+// max_concurrency in this process before it gives its worker back (snooze).
+const asyncSlotWait = 5 * time.Second
+
+// asyncSlots are the per-function semaphores of bounded deliveries in this
+// process, keyed by function and bound (a changed bound starts a new one).
+type asyncSlots struct {
+	mu   sync.Mutex
+	sems map[string]chan struct{}
+}
+
+// acquire takes one of limit slots of key, waiting at most wait; release
+// gives it back.
+func (s *asyncSlots) acquire(ctx context.Context, key string, limit int, wait time.Duration) (release func(), ok bool) {
+	key += "#" + strconv.Itoa(limit)
+	s.mu.Lock()
+	if s.sems == nil {
+		s.sems = map[string]chan struct{}{}
+	}
+	sem := s.sems[key]
+	if sem == nil {
+		sem = make(chan struct{}, limit)
+		s.sems[key] = sem
+	}
+	s.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, true
+	case <-t.C:
+		return nil, false
+	case <-ctx.Done():
+		return nil, false
+	}
 }
 
 // asyncPruneAge is how long finished invocations (not dead letters) are

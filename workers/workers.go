@@ -135,17 +135,18 @@ type Config struct {
 // Workers is the one River client of a process together with the workers of
 // every job kind. Create it with New, then Start and Stop it.
 type Workers struct {
-	cfg       Config
-	pool      *pgxpool.Pool
-	store     *store.Store
-	client    *river.Client[pgx.Tx]
-	scheduler driver.Scheduler // nil: the leader fires cron slots through Driver.Run
-	deleter   CodeDeleter
-	log       *slog.Logger
-	cmds      *command.Commands
-	callbacks *http.Client
-	live      *liveness
-	slots     atomic.Pointer[buildSlots] // while started
+	cfg        Config
+	pool       *pgxpool.Pool
+	store      *store.Store
+	client     *river.Client[pgx.Tx]
+	scheduler  driver.Scheduler // nil: the leader fires cron slots through Driver.Run
+	deleter    CodeDeleter
+	log        *slog.Logger
+	cmds       *command.Commands
+	callbacks  *http.Client
+	asyncSlots asyncSlots
+	live       *liveness
+	slots      atomic.Pointer[buildSlots] // while started
 	// stopping is set when Stop gives up waiting and cancels the running
 	// jobs: a job whose context ends then was interrupted by the shutdown.
 	stopping atomic.Bool

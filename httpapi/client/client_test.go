@@ -31,6 +31,7 @@ func TestClient(t *testing.T) {
 		{"Jobs", testJobs},
 		{"Invocations", testInvocations},
 		{"Invoke", testInvoke},
+		{"Async", testAsync},
 		{"Events", testEvents},
 		{"Unauthorized", testUnauthorized},
 	} {
