@@ -29,6 +29,12 @@ var rules = []rule{
 	{pkg: "localdriver/...", forbidden: controlPlane, why: "a driver never imports the control plane (store, workers, pgx, River)"},
 	{pkg: "k8sdriver/...", forbidden: controlPlane, why: "a driver never imports the control plane (store, workers, pgx, River)"},
 	{pkg: "httpapi/proxy", forbidden: []string{module + "workers"}, why: "the proxy never imports the workers"},
+	{pkg: "invoke", forbidden: []string{module + "workers", module + "httpapi", module + "command", module + "driver"},
+		why: "the invoke port is below the proxy and the workers: domain and store only"},
+	{pkg: "outbox", forbidden: []string{module + "store", module + "workers", module + "httpapi", module + "command"},
+		why: "the outbox's job kinds sit below the command layer and the workers"},
+	{pkg: "command", forbidden: []string{module + "workers", module + "httpapi", "github.com/labstack/echo"},
+		why: "the command layer is below the API and the workers, and never speaks HTTP"},
 }
 
 func TestImportRules(t *testing.T) {
