@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/base64"
 	"net/http"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -114,12 +113,8 @@ func (s *Server) listAsync(c echo.Context, state domain.AsyncState) error {
 		return err
 	}
 	q := store.AsyncQuery{Namespace: ref.Namespace, Function: ref.Name, State: state, Cursor: c.QueryParam("cursor")}
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > store.MaxInvocationLimit {
-			return domain.FieldErrorf("limit", "must be an integer from 1 to %d", store.MaxInvocationLimit)
-		}
-		q.Limit = n
+	if q.Limit, err = pageLimit(c); err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	if _, err := s.cfg.Store.GetFunction(ctx, ref.Namespace, ref.Name); err != nil {

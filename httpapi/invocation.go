@@ -57,12 +57,8 @@ func (s *Server) listInvocations(c echo.Context) error {
 	if q.StatusMin, q.StatusMax, err = parseStatusFilter(c.QueryParam("status")); err != nil {
 		return err
 	}
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > store.MaxInvocationLimit {
-			return domain.FieldErrorf("limit", "must be an integer from 1 to %d", store.MaxInvocationLimit)
-		}
-		q.Limit = n
+	if q.Limit, err = pageLimit(c); err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	if _, err := s.cfg.Store.GetFunction(ctx, ns, name); err != nil {
@@ -103,6 +99,20 @@ func (s *Server) getInvocation(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, wire.InvocationDetail{Invocation: newInvocation(inv), Log: inv.Log})
+}
+
+// pageLimit reads ?limit= of a paged listing: 1 to store.MaxInvocationLimit,
+// 0 when not given (the store's default).
+func pageLimit(c echo.Context) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > store.MaxInvocationLimit {
+		return 0, domain.FieldErrorf("limit", "must be an integer from 1 to %d", store.MaxInvocationLimit)
+	}
+	return n, nil
 }
 
 func queryTime(c echo.Context, name string) (time.Time, error) {

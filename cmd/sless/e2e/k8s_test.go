@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,6 +118,10 @@ func TestQuickStartOnKubernetes(t *testing.T) {
 		t.Fatalf("fn ls: %s", out)
 	}
 
+	// An asynchronous invocation: queued (202), delivered to the pod
+	// through the same proxy, its outcome readable.
+	asyncOutcome(t, "http://"+listen, token, auth.Namespace("k8s-user"), "hello", `{"name": "async"}`, `{"hello":"async"}`)
+
 	// The CronJob fired on its own, and its run is in the invocation log.
 	testutil.WaitFor(t, time.Until(cronSince.Add(150*time.Second)), func() bool {
 		out, _, err := try("fn", "logs", "hello")
@@ -132,6 +137,48 @@ func TestQuickStartOnKubernetes(t *testing.T) {
 		if pod.Spec.NodeName != testcluster.NodeName {
 			t.Errorf("pod %s on %q, want the real node", pod.Name, pod.Spec.NodeName)
 		}
+	}
+}
+
+// asyncOutcome queues event for fn through the API (invoke?async=true)
+// and waits until the invocation succeeded with want as the function's body.
+func asyncOutcome(t *testing.T, base, token, ns, fn, event, want string) {
+	t.Helper()
+	api := base + "/v1/namespaces/" + ns + "/functions/" + fn
+	req, _ := http.NewRequest("POST", api+"/invoke?async=true", strings.NewReader(event))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acc struct {
+		InvocationID string `json:"invocation_id"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&acc)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusAccepted || resp.Header.Get("Location") == "" {
+		t.Fatalf("async invoke: %d %v %+v", resp.StatusCode, err, acc)
+	}
+	var out struct {
+		State    string
+		Response *struct {
+			Status int
+			Body   string
+		}
+		Attempts []struct{ Status int }
+	}
+	testutil.WaitFor(t, 2*time.Minute, func() bool {
+		req, _ := http.NewRequest("GET", base+resp.Header.Get("Location"), nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer r.Body.Close()
+		return json.NewDecoder(r.Body).Decode(&out) == nil && (out.State == "succeeded" || out.State == "failed" || out.State == "dead_lettered")
+	})
+	if out.State != "succeeded" || out.Response == nil || out.Response.Body != want {
+		t.Fatalf("async invocation %s: %+v", acc.InvocationID, out)
 	}
 }
 
