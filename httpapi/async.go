@@ -131,25 +131,25 @@ func (s *Server) listAsync(c echo.Context, state domain.AsyncState) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// deadLetterID reads the {id} of a dead-letter route; ENOTFOUND when it
-// cannot be one.
-func deadLetterID(c echo.Context) (uuid.UUID, error) {
+// deadLetterRef reads the function and the {id} of a dead-letter route;
+// ENOTFOUND when they cannot be one.
+func deadLetterRef(c echo.Context) (command.Ref, uuid.UUID, error) {
+	ref, err := pathRef(c, "function")
+	if err != nil {
+		return ref, uuid.UUID{}, err
+	}
 	id, err := uuid.Parse(c.Param("id"))
 	if err != nil {
-		return uuid.UUID{}, domain.Errorf(domain.ENOTFOUND, "dead letter %.80q not found", c.Param("id"))
+		return ref, uuid.UUID{}, domain.Errorf(domain.ENOTFOUND, "dead letter %.80q not found", c.Param("id"))
 	}
-	return id, nil
+	return ref, id, nil
 }
 
 // retryDeadLetter serves POST .../dead-letters/{id}/retry: 202, the
 // invocation queued again under its id (its attempts continue), with its
 // outcome at Location.
 func (s *Server) retryDeadLetter(c echo.Context) error {
-	ref, err := pathRef(c, "function")
-	if err != nil {
-		return err
-	}
-	id, err := deadLetterID(c)
+	ref, id, err := deadLetterRef(c)
 	if err != nil {
 		return err
 	}
@@ -168,11 +168,7 @@ func (s *Server) retryDeadLetter(c echo.Context) error {
 // deleteDeadLetter serves DELETE .../dead-letters/{id}: 204, 404 when there
 // is no such dead letter.
 func (s *Server) deleteDeadLetter(c echo.Context) error {
-	ref, err := pathRef(c, "function")
-	if err != nil {
-		return err
-	}
-	id, err := deadLetterID(c)
+	ref, id, err := deadLetterRef(c)
 	if err != nil {
 		return err
 	}
