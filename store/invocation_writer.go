@@ -523,7 +523,7 @@ func (w *InvocationWriter) insertIdempotent(ctx context.Context, stream []byte) 
 		return err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it does nothing
-	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE invocations_replay (LIKE invocations) ON COMMIT DROP`); err != nil {
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE invocations_replay (LIKE invocations INCLUDING DEFAULTS) ON COMMIT DROP`); err != nil {
 		return err
 	}
 	copySQL, insertSQL := replaySQL(stream)
