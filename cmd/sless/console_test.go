@@ -43,7 +43,8 @@ func helloV(t *testing.T, n string) []byte {
 // TestConsoleInBrowser drives the console in a real headless Chromium
 // against `sless dev` (real PostgreSQL, S3, builds and python3): a tenant
 // signs in, switches a trigger, reads highlighted source, rolls back, sees a
-// build finish live, invokes, reads an invocation's output and signs out;
+// build finish live, invokes, reads an invocation's output, sees a dead
+// letter arrive live, retries it and deletes dead letters, and signs out;
 // and the security cases: no page without a session, another tenant's pages
 // refused, XSS payloads inert, CSRF and the API refusing the cookie, the
 // operator's namespace list and River UI.
@@ -309,6 +310,72 @@ func TestConsoleInBrowser(t *testing.T) {
 			}
 		}
 		run(t, chromedp.EmulateReset())
+	})
+
+	step("a dead letter shows live; Retry queues it again and it leaves once delivered", func(t *testing.T) {
+		_, err := c.CreateFunction(ctx, client.CreateFunctionRequest{Name: "flaky", Runtime: "python3.11",
+			Async: &client.AsyncPatch{MaxRetries: client.Ptr(0)}})
+		must(err)
+		deploy := func(v int, code string) {
+			t.Helper()
+			_, err := c.Upload(ctx, "flaky", ziptest.Files(t, map[string]string{"handler.py": code}))
+			must(err)
+			wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+			defer cancel()
+			_, err = c.WaitServing(wctx, "flaky", v, 200*time.Millisecond, nil)
+			must(err)
+		}
+		deploy(1, "def handle(event):\n    return {'statusCode': 500}\n")
+		run(t, chromedp.Navigate(base+"/console/"+ns+"/functions/flaky"), chromedp.WaitVisible(chromedp.CSS("#async")))
+		waitText(t, "#async-max-retries", "0")
+		waitText(t, "#no-dead", "No dead letters.")
+		eval(t, `window.notReloaded = "yes"`)
+		acc, err := c.InvokeAsync(ctx, "flaky", []byte(`{"n": 1}`), client.AsyncOptions{})
+		must(err)
+		row := "#dead-" + acc.InvocationID
+		waitText(t, row+" .last-status", "500") // arrives live
+		waitText(t, row+" .attempts", "1")
+		waitText(t, row, "retries exhausted")
+		waitText(t, "#dead-count", "1")
+		waitText(t, "#events", "async invocation "+acc.InvocationID+" dead-lettered after 1 attempt, last status 500: retries exhausted")
+		if eval(t, `window.notReloaded`) != "yes" {
+			t.Fatal("the page reloaded instead of updating in place")
+		}
+		screenshot(t, b, "console-dead-letters.png")
+
+		// Delete all asks first; the test's browser answers no, and nothing goes.
+		run(t, chromedp.Click(chromedp.CSS("#delete-dead")))
+		if d := browsertest.Dialogs(b); len(d) != 1 || !strings.Contains(d[0], "Delete every dead letter of flaky?") {
+			t.Fatalf("dialogs %q, want the confirmation of Delete all", d)
+		}
+		if page, err := c.ListDeadLetters(ctx, "flaky", 0, ""); err != nil || len(page.Invocations) != 1 {
+			t.Fatalf("dead letters after a declined Delete all: %+v, %v", page, err)
+		}
+		waitText(t, row+" .attempts", "1")
+
+		// Fixed, the function answers; the retried dead letter is delivered.
+		deploy(2, "def handle(event):\n    if event.get('fail'):\n        return {'statusCode': 500}\n    return {'fixed': True}\n")
+		run(t, chromedp.Click(chromedp.CSS(row+" button.retry")))
+		waitText(t, "#no-dead", "No dead letters.")
+		waitText(t, "#events", "dead letter "+acc.InvocationID+" queued again")
+		testutil.WaitFor(t, 60*time.Second, func() bool {
+			inv, err := c.GetAsyncInvocation(ctx, "flaky", acc.InvocationID)
+			return err == nil && inv.State == "succeeded" && len(inv.Attempts) == 2
+		})
+		waitText(t, "#no-queued", "Nothing is waiting")
+		waitText(t, "#no-dead", "No dead letters.")
+
+		// Delete all, confirmed, deletes a new dead letter.
+		acc, err = c.InvokeAsync(ctx, "flaky", []byte(`{"fail": true}`), client.AsyncOptions{})
+		must(err)
+		waitText(t, "#dead-"+acc.InvocationID+" .last-status", "500")
+		eval(t, `window.confirm = () => true, ""`)
+		run(t, chromedp.Click(chromedp.CSS("#delete-dead")))
+		waitText(t, "#no-dead", "No dead letters.")
+		waitText(t, "#events", "all dead letters deleted (1)")
+		if page, err := c.ListDeadLetters(ctx, "flaky", 0, ""); err != nil || len(page.Invocations) != 0 {
+			t.Fatalf("dead letters after Delete all: %+v, %v", page, err)
+		}
 	})
 
 	var cookie string

@@ -29,7 +29,7 @@ type Config struct {
 	Store *store.Store
 	// Code reads a version's source files. Required.
 	Code *codestore.Store
-	// Commands changes state (triggers, rollback), as the REST API does. Required.
+	// Commands changes state (triggers, rollback, dead letters), as the REST API does. Required.
 	Commands *command.Commands
 	// Verifier checks the token a user signs in with. Required.
 	Verifier *auth.Verifier
@@ -111,6 +111,8 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /console/{ns}/triggers/{trigger}", c.writer(c.setTrigger))
 	m.HandleFunc("POST /console/{ns}/functions/{fn}/rollback", c.writer(c.rollback))
 	m.HandleFunc("POST /console/{ns}/functions/{fn}/invoke", c.writer(c.invoke))
+	m.HandleFunc("POST /console/{ns}/functions/{fn}/dead-letters/{id}/retry", c.writer(c.retryDeadLetter))
+	m.HandleFunc("POST /console/{ns}/functions/{fn}/dead-letters/delete", c.writer(c.deleteDeadLetters))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, domain.Errorf(domain.ENOTFOUND, "there is no console page at %s", r.URL.Path))
 	})

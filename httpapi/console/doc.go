@@ -2,10 +2,12 @@
 // plane itself (SPEC §7): a tenant signs in with their own token and sees the
 // functions of their namespace, their source (highlighted on the server), the
 // versions with rollback, the invocation log, job runs and event history,
-// invokes a function (any function, trigger or not: through the proxy's
-// Invoke, as the API's POST .../invoke) and starts or stops its triggers;
-// pages follow the event store live through Server-Sent Events. Operators
-// (the admin claim) also get a namespace list and the River UI.
+// the asynchronous invocations (configuration, queued work, dead letters to
+// retry or delete), invokes a function (any function, trigger or not:
+// through the proxy's Invoke, as the API's POST .../invoke) and starts or
+// stops its triggers; pages follow the event store live through Server-Sent
+// Events. Operators (the admin claim) also get a namespace list and the
+// River UI.
 //
 // It reads the store's read models and changes state only through the
 // command layer (command), like the REST API. It has no client-side

@@ -42,6 +42,7 @@ type functionView struct {
 	Source          sourceView
 	Log             logView
 	Jobs            []domain.Job
+	Async           asyncView
 	Events          []eventRow
 
 	// BuildFailure is the newest version's failed build when the phase
@@ -84,16 +85,18 @@ type logView struct {
 	Next        string // the address (?query) of the next page, "" on the last
 }
 
-// eventRow is a line of the function's event history.
+// eventRow is a line of the function's event history; Summary says what
+// it means when its payload does not (eventSummary).
 type eventRow struct {
 	Position int64
 	Type     string
 	Actor    string
 	At       time.Time
 	Data     string
+	Summary  string
 }
 
-// functionPage serves GET /console/{ns}/functions/{fn}[?version=&file=&errors=&since=&cursor=].
+// functionPage serves GET /console/{ns}/functions/{fn}[?version=&file=&errors=&since=&cursor=&dead=].
 func (c *Console) functionPage(w http.ResponseWriter, r *http.Request, s session) error {
 	ctx, ns, name := r.Context(), r.PathValue("ns"), r.PathValue("fn")
 	if !domain.IsNamespace(ns) || !domain.IsName(name) {
@@ -132,6 +135,9 @@ func (c *Console) functionPage(w http.ResponseWriter, r *http.Request, s session
 		return err
 	}
 	if v.Jobs, err = c.cfg.Store.ListJobs(ctx, ns, name); err != nil {
+		return err
+	}
+	if v.Async, err = c.asyncView(r, f, q.Get("dead")); err != nil {
 		return err
 	}
 	if v.Events, err = c.eventRows(r, ns, name); err != nil {
@@ -291,7 +297,8 @@ func (c *Console) eventRows(r *http.Request, ns, name string) ([]eventRow, error
 	rows := make([]eventRow, 0, len(evs))
 	for i := len(evs) - 1; i >= 0; i-- {
 		e := evs[i]
-		rows = append(rows, eventRow{Position: e.Position, Type: e.Type, Actor: e.Metadata.Actor, At: e.RecordedAt, Data: string(e.Data)})
+		rows = append(rows, eventRow{Position: e.Position, Type: e.Type, Actor: e.Metadata.Actor, At: e.RecordedAt, Data: string(e.Data),
+			Summary: eventSummary(e.Type, e.Data)})
 	}
 	return rows, nil
 }

@@ -1,6 +1,7 @@
-// sless console: copy buttons, live updates over Server-Sent Events and the
-// invoke panel. Pages work without it; it never builds HTML from data
-// (textContent only, and swapped regions come from the server's templates).
+// sless console: copy buttons, confirmations, live updates over Server-Sent
+// Events and the invoke panel. Pages work without it; it never builds HTML
+// from data (textContent only, and swapped regions come from the server's
+// templates).
 "use strict";
 
 (function () {
@@ -22,6 +23,12 @@
       area.select();
       try { document.execCommand("copy"); done(); } finally { area.remove(); }
     }
+  });
+
+  // A form with data-confirm asks before it is sent (Delete all dead letters).
+  document.addEventListener("submit", (ev) => {
+    const msg = ev.target.dataset && ev.target.dataset.confirm;
+    if (msg && !window.confirm(msg)) ev.preventDefault();
   });
 
   // An opened invocation row loads its captured output from the record's page.
