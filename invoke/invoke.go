@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
 )
 
@@ -35,12 +36,25 @@ type Call struct {
 }
 
 // Result is the function's answer. Status 0 means none: Error says why
-// (the platform's words, for the function's owner).
+// (the platform's words, for the function's owner). PlatformCode is the
+// error code when the platform answered instead of the function (the
+// proxy's X-Sless-Error: CONFLICT for no built version, TIMEOUT, ...).
 type Result struct {
-	Status int
-	Header http.Header
-	Body   []byte
-	Error  string
+	Status       int
+	Header       http.Header
+	Body         []byte
+	Error        string
+	PlatformCode string
+}
+
+// Outcome classifies the result for the retry policy: the platform's "no
+// built version yet" (CONFLICT) is worth another attempt, as its first
+// build may be running; every other answer by its status (Classify).
+func (r Result) Outcome() Outcome {
+	if r.PlatformCode == domain.ECONFLICT {
+		return ServerError
+	}
+	return Classify(r.Status)
 }
 
 // Invoker calls a function: the proxy, with cold starts, the function's

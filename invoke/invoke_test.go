@@ -66,3 +66,15 @@ func TestIsAsync(t *testing.T) {
 		t.Error("an unknown type is accepted")
 	}
 }
+
+func TestResultOutcome(t *testing.T) {
+	if o := (Result{Status: 409, PlatformCode: "CONFLICT"}).Outcome(); o != ServerError {
+		t.Errorf("no built version yet: %v, want a retry (ServerError)", o)
+	}
+	if o := (Result{Status: 409}).Outcome(); o != ClientError {
+		t.Errorf("the function's own 409: %v, want ClientError", o)
+	}
+	if o := (Result{Status: 504, PlatformCode: "TIMEOUT"}).Outcome(); o != ServerError {
+		t.Errorf("a timeout: %v, want ServerError", o)
+	}
+}

@@ -318,7 +318,7 @@ func (s *Store) ListAsync(ctx context.Context, q AsyncQuery) (AsyncPage, error) 
 	if limit <= 0 || limit > MaxInvocationLimit {
 		limit = DefaultInvocationLimit
 	}
-	at, id := time.Now().Add(time.Hour), uuid.Max
+	at, id := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), uuid.Max // above every row
 	if q.Cursor != "" {
 		var err error
 		if at, id, err = decodeInvocationCursor(q.Cursor); err != nil {

@@ -105,7 +105,10 @@ func (a *asyncWorker) Work(ctx context.Context, job *river.Job[outbox.DeliverArg
 	if err != nil {
 		attempt.Status, attempt.Error = 0, domain.ErrorMessage(err)
 	}
-	outcome := invoke.Classify(attempt.Status)
+	outcome := result.Outcome()
+	if err != nil {
+		outcome = invoke.NoAnswer
+	}
 	if ctx.Err() != nil {
 		outcome = invoke.Interrupted
 	}

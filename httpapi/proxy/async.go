@@ -94,7 +94,8 @@ func (p *Proxy) Invoke(ctx context.Context, c invoke.Call) (invoke.Result, error
 	if err != nil {
 		return invoke.Result{}, err
 	}
-	return invoke.Result{Status: w.status, Header: w.header, Body: w.body.Bytes(), Error: errText}, nil
+	return invoke.Result{Status: w.status, Header: w.header, Body: w.body.Bytes(), Error: errText,
+		PlatformCode: w.header.Get(ErrorHeader)}, nil
 }
 
 // bufferWriter keeps a response in memory, its body up to MaxAsyncResponse.
