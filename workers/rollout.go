@@ -31,8 +31,8 @@ func (d desired) same(o desired) bool {
 // when any http trigger of the function is enabled, and is scaled to zero otherwise.
 func desiredOf(f *domain.Function, triggers []domain.Trigger) desired {
 	d := desired{exists: f.Exists}
-	v, ok := f.Version(f.ActiveVersion)
-	if !f.Exists || !ok || v.BuildStatus != domain.BuildStatusSucceeded {
+	v, ok := f.Runnable()
+	if !ok {
 		return d
 	}
 	d.version = v.Number

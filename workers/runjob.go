@@ -64,15 +64,17 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[outbox.RunJobArg
 		if err := tx.Load(ctx, domain.FunctionStream(a.Namespace, j.Function), f); err != nil {
 			return err
 		}
-		n := f.ActiveVersion
+		v, ok := f.Runnable()
+		n := v.Number
 		if j.Phase == domain.JobPhaseRunning { // an interrupted attempt started it: keep its version
 			n = j.Version
+			v, _ = f.Version(n)
+			ok = f.CanRun(v)
 		}
-		v, ok := f.Version(n)
 		spec = driver.RunSpec{Workload: driver.Workload{Namespace: a.Namespace, Function: j.Function, Version: n, Image: v.Image, Config: v.Config},
 			Name: a.Job, RunID: a.RunID, Event: j.Event}
 		gone := "" // why the run cannot run, or ""
-		if !f.Exists || !ok || v.BuildStatus != domain.BuildStatusSucceeded {
+		if !ok {
 			gone = fmt.Sprintf("function %q has no active built version to run", j.Function)
 			if j.Phase == domain.JobPhaseRunning {
 				gone = fmt.Sprintf("version %d of function %q, which this run started on, no longer exists", n, j.Function)

@@ -33,10 +33,10 @@ func (c cronState) active() bool { return c.exists && c.enabled && c.version > 0
 func cronStateOf(t *domain.Trigger, f *domain.Function) cronState {
 	c := cronState{exists: t.Exists && t.Type == domain.TriggerCron, enabled: t.Enabled, schedule: t.Schedule,
 		workload: driver.Workload{Namespace: t.Namespace, Function: t.Function}}
-	if !c.exists || !f.Exists {
+	if !c.exists {
 		return c
 	}
-	if v, ok := f.Version(f.ActiveVersion); ok && v.BuildStatus == domain.BuildStatusSucceeded {
+	if v, ok := f.Runnable(); ok {
 		c.version = v.Number
 		c.workload = driver.Workload{Namespace: f.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config}
 	}
