@@ -2,9 +2,9 @@ package workers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/outbox"
 
 	"github.com/slessio/sless/driver"
@@ -106,45 +106,15 @@ func (w *Workers) deploy(ctx context.Context, d desired) (string, error) {
 	return w.cfg.Driver.Deploy(ctx, driver.Deployment{Workload: d.workload, Replicas: d.replicas})
 }
 
-// recordRollout appends the outcome of converging to want: the function's
-// rollout event, each http trigger's active flag (running and enabled), and
-// a schedule job for each cron trigger, whose schedule follows the active version.
+// recordRollout records the outcome of converging to want
+// (command.RecordRolloutTx) on f and triggers, which tx loaded.
 func (w *Workers) recordRollout(ctx context.Context, tx *store.Tx, f *domain.Function, triggers []domain.Trigger,
 	want desired, endpoint string, deployErr error) error {
-	now := w.now()
-	running := want.version > 0 && want.replicas > 0 && deployErr == nil
-	if want.version > 0 {
-		var evs []domain.Event
-		var err error
-		if deployErr != nil {
-			evs, err = f.FailRollout(want.version, platformMessage(deployErr), now)
-		} else {
-			evs, err = f.CompleteRollout(want.version, endpoint, now)
-		}
-		if err != nil {
-			return err
-		}
-		if err := tx.Append(ctx, domain.FunctionStream(f.Namespace, f.Name), f, evs); err != nil {
-			return err
-		}
+	out := command.RolloutOutcome{Version: want.version, Replicas: want.replicas, Endpoint: endpoint}
+	if deployErr != nil {
+		out.Failed, out.Message = true, platformMessage(deployErr)
 	}
-	for i := range triggers {
-		t := &triggers[i]
-		stream := domain.TriggerStream(t.Namespace, t.Name)
-		switch t.Type {
-		case domain.TriggerHTTP:
-			if err := tx.Append(ctx, stream, t, t.SetActive(running && t.Enabled, now)); err != nil {
-				return err
-			}
-		case domain.TriggerCron:
-			if err := w.insertJobs(ctx, tx, outbox.ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name}); err != nil {
-				return err
-			}
-		default:
-			panic(fmt.Sprintf("workers rollout: trigger type %q has no step after a rollout: add it here", t.Type))
-		}
-	}
-	return nil
+	return w.cmd.RecordRolloutTx(ctx, tx, f, triggers, out)
 }
 
 // desired reads the desired state of a function outside a transaction.

@@ -84,7 +84,7 @@ func (s *scheduleWorker) Work(ctx context.Context, job *river.Job[outbox.Schedul
 			return cronStateOf(t, f), nil
 		},
 		func(tx *store.Tx, c cronState, applyErr error) error {
-			return tx.Append(ctx, domain.TriggerStream(a.Namespace, a.Trigger), t, t.SetActive(c.active() && applyErr == nil, w.now()))
+			return w.cmd.SetTriggerActiveTx(ctx, tx, t, c.active() && applyErr == nil)
 		})
 	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
 )
@@ -122,6 +123,7 @@ type Workers struct {
 	cfg       Config
 	pool      *pgxpool.Pool
 	store     *store.Store
+	cmd       *command.Commands // records the outcomes, in the workers' transactions
 	client    *river.Client[pgx.Tx]
 	scheduler driver.Scheduler // nil: the leader fires cron slots through Driver.Run
 	deleter   CodeDeleter
@@ -191,6 +193,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 	if w.store == nil {
 		w.store = store.New(pool, client)
 	}
+	w.cmd = command.New(command.Config{Store: w.store, Now: cfg.Clock})
 	if u, ok := cfg.Driver.(driver.BuildSourceUser); ok {
 		u.UseBuildSource(w)
 	}
