@@ -407,6 +407,39 @@ func TestTrigger(t *testing.T) {
 	}
 }
 
+// TestTriggerTypeTable: every trigger type has a whole row, its Scheduled
+// flag says what its Validate asks of the schedule, and the messages about
+// the type name every type.
+func TestTriggerTypeTable(t *testing.T) {
+	t.Parallel()
+	for _, typ := range TriggerTypes() {
+		info, ok := typ.Info()
+		if !ok || info.Type != typ || info.Validate == nil || info.Label == nil {
+			t.Fatalf("%s: row %+v, %v", typ, info, ok)
+		}
+		scheduled := TriggerSpec{Type: string(typ), Function: "f", Schedule: "*/5 * * * *"}
+		unscheduled := TriggerSpec{Type: string(typ), Function: "f"}
+		if (info.Validate(scheduled) == nil) != info.Scheduled || (info.Validate(unscheduled) == nil) == info.Scheduled {
+			t.Errorf("%s: Scheduled is %v, but Validate takes a schedule: %v, takes none: %v", typ, info.Scheduled,
+				info.Validate(scheduled), info.Validate(unscheduled))
+		}
+		if label := info.Label(Trigger{Type: typ, Function: "f", Schedule: scheduled.Schedule}); label == "" {
+			t.Errorf("%s: no label", typ)
+		}
+	}
+	if info, ok := TriggerType("queue").Info(); ok || info.Workload || info.Scheduled {
+		t.Errorf("a type with no row: %+v, %v", info, ok)
+	}
+	for _, spec := range []TriggerSpec{{Function: "f"}, {Type: "queue", Function: "f"}} {
+		_, err := NewTrigger("sless-0123456789abcdef", "t").Create(spec, t0)
+		for _, typ := range TriggerTypes() {
+			if !strings.Contains(ErrorMessage(err), string(typ)) {
+				t.Errorf("type %q: %q does not name %s", spec.Type, ErrorMessage(err), typ)
+			}
+		}
+	}
+}
+
 func TestJob(t *testing.T) {
 	t.Parallel()
 	ns := "sless-0123456789abcdef"
