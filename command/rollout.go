@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/slessio/sless/domain"
@@ -28,9 +27,10 @@ type RolloutOutcome struct {
 
 // RecordRolloutTx records in tx, the caller's transaction, what a rollout of
 // function f came to: RolloutCompleted or RolloutFailed for its version,
-// whether each http trigger is active (the workload runs and the trigger is
-// enabled), and a schedule job for each cron trigger, whose schedule follows
-// the active version. f and triggers (the function's) are the aggregates
+// whether each trigger the workload serves (domain.TriggerTypeInfo.Workload:
+// http) is active (the workload runs and the trigger is enabled), and for
+// each other trigger the job that serves it (outbox.TriggerJob: a cron
+// trigger's schedule), which follows the active version. f and triggers (the function's) are the aggregates
 // the caller loaded in tx and found the outcome still due on: their appends
 // are checked against the streams as loaded then, so a change committed
 // since makes tx lose the race and the caller decide again. The rollout
@@ -52,17 +52,14 @@ func (c *Commands) RecordRolloutTx(ctx context.Context, tx *store.Tx, f *domain.
 	}
 	for i := range triggers {
 		t := &triggers[i]
-		switch t.Type {
-		case domain.TriggerHTTP:
-			if err := setTriggerActive(ctx, tx, t, running && t.Enabled, now); err != nil {
-				return err
-			}
-		case domain.TriggerCron:
-			if err := tx.Append(ctx, domain.TriggerStream(t.Namespace, t.Name), t, nil, outbox.Job(outbox.ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name})); err != nil {
-				return err
-			}
-		default:
-			panic(fmt.Sprintf("command: trigger type %q has no step after a rollout: add it here", t.Type))
+		var err error
+		if info, _ := t.Type.Info(); info.Workload {
+			err = setTriggerActive(ctx, tx, t, running && t.Enabled, now)
+		} else { // a job of its own serves it, and follows the active version
+			err = tx.Append(ctx, domain.TriggerStream(t.Namespace, t.Name), t, nil, outbox.TriggerJob(*t))
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -28,7 +28,9 @@ func (d desired) same(o desired) bool {
 }
 
 // desiredOf is the level the rollout converges to: the active version runs
-// when any http trigger of the function is enabled, and is scaled to zero otherwise.
+// when any trigger of the function that its workload serves (an http
+// trigger, see domain.TriggerTypeInfo.Workload) is enabled, and is scaled to
+// zero otherwise.
 func desiredOf(f *domain.Function, triggers []domain.Trigger) desired {
 	d := desired{exists: f.Exists}
 	v, ok := f.Runnable()
@@ -38,7 +40,7 @@ func desiredOf(f *domain.Function, triggers []domain.Trigger) desired {
 	d.version = v.Number
 	d.workload = driver.Workload{Namespace: f.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config}
 	for _, t := range triggers {
-		if t.Exists && t.Type == domain.TriggerHTTP && t.Function == f.Name && t.Enabled {
+		if info, _ := t.Type.Info(); t.Exists && info.Workload && t.Function == f.Name && t.Enabled {
 			d.replicas = 1
 		}
 	}

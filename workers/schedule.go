@@ -30,6 +30,9 @@ func (c cronState) same(o cronState) bool {
 // active is what the trigger reports: it fires (enabled) and there is a built version to fire.
 func (c cronState) active() bool { return c.exists && c.enabled && c.version > 0 }
 
+// cronStateOf is the schedule trigger t should have. This worker is the cron
+// type's (outbox.TriggerJob), so its trigger is one of that type: a name
+// taken since by a trigger of another type has no schedule.
 func cronStateOf(t *domain.Trigger, f *domain.Function) cronState {
 	c := cronState{exists: t.Exists && t.Type == domain.TriggerCron, enabled: t.Enabled, schedule: t.Schedule,
 		workload: driver.Workload{Namespace: t.Namespace, Function: t.Function}}
