@@ -26,15 +26,16 @@ type RolloutOutcome struct {
 }
 
 // RecordRolloutTx records in tx, the caller's transaction, what a rollout of
-// function f came to: RolloutCompleted or RolloutFailed for its version,
+// function f came to: RolloutCompleted or RolloutFailed for its version;
 // whether each trigger the workload serves (domain.TriggerTypeInfo.Workload:
-// http) is active (the workload runs and the trigger is enabled), and for
-// each other trigger the job that serves it (outbox.TriggerJob: a cron
-// trigger's schedule), which follows the active version. f and triggers (the function's) are the aggregates
-// the caller loaded in tx and found the outcome still due on: their appends
-// are checked against the streams as loaded then, so a change committed
-// since makes tx lose the race and the caller decide again. The rollout
-// worker completes its River job in tx.
+// http) is active, that is the workload runs and the trigger is enabled;
+// and for each other trigger the job that serves it (outbox.TriggerJob: a
+// cron trigger's schedule), which follows the active version. f and
+// triggers (the function's) are the aggregates the caller loaded in tx and
+// found the outcome still due on: their appends are checked against the
+// streams as loaded then, so a change committed since makes tx lose the
+// race and the caller decide again. The rollout worker completes its River
+// job in tx.
 //
 // Errors: ENOTFOUND (f was deleted), the store's.
 func (c *Commands) RecordRolloutTx(ctx context.Context, tx *store.Tx, f *domain.Function, triggers []domain.Trigger, out RolloutOutcome) error {
