@@ -251,9 +251,8 @@ func zipFunction(dir string) ([]byte, error) {
 	return zip, nil
 }
 
-// ensureTriggers makes the triggers --http and --cron ask for (flags that
-// name their types on purpose, as trigger create's shorthands do) and
-// returns the function's http URL, if it has one.
+// ensureTriggers makes the triggers --http and --cron ask for and returns
+// the function's http URL, if it has one.
 func ensureTriggers(ctx context.Context, cl *client.Client, f deployFlags) (string, error) {
 	url := ""
 	if f.http {
@@ -290,7 +289,7 @@ func ensureTriggers(ctx context.Context, cl *client.Client, f deployFlags) (stri
 			return "", err
 		}
 		for _, t := range trs {
-			if info, _ := t.Type.Info(); info.Workload && t.Enabled { // served at the function's URL
+			if t.Type == domain.TriggerHTTP && t.Enabled {
 				url = t.URL
 			}
 		}
