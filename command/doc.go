@@ -16,6 +16,16 @@
 // decision (listings, a function as the read model has it) stay queries on
 // the store.
 //
+// The workers' outcomes are commands too, with a name ending in Tx: they
+// take the caller's open *store.Tx instead (its metadata is what they
+// record), because the worker completes its River job in that transaction,
+// so that the outcome and the completion commit together — StartBuildTx and
+// RecordBuildOutcomeTx (build.go), RecordRolloutTx and SetTriggerActiveTx
+// (rollout.go), StartRunTx and RecordRunOutcomeTx (job.go). Those that name
+// their object by a Ref load it in tx; those that take an aggregate take
+// one the caller loaded in tx to decide that the outcome is still due, so
+// a change committed since makes the append lose the race.
+//
 // Where things go:
 //   - a new command is a method here, in the file of its aggregate, built on
 //     change (load → decide → append → jobs); its rules belong in domain, the

@@ -108,3 +108,54 @@ func changeJob(ctx context.Context, tx *store.Tx, j *domain.Job, decide func() (
 		func(evs []domain.Event) []river.InsertManyParams { return outbox.RunJobs(&before, evs) })
 	return err
 }
+
+// StartRunTx records in tx, the caller's transaction, that run runID of job
+// in started on version (JobStarted), for the run_job worker, which
+// completes its River job in tx. A run that is not the job's current one,
+// or that started or finished already, records nothing (at-least-once
+// delivery). It returns the job as tx leaves it.
+//
+// Errors: the store's.
+func (c *Commands) StartRunTx(ctx context.Context, tx *store.Tx, in Ref, runID int64, version int) (domain.Job, error) {
+	return c.changeRunTx(ctx, tx, in, func(j *domain.Job, now time.Time) []domain.Event { return j.Start(runID, version, now) })
+}
+
+// RunOutcome is how a run of a job ended, as the worker that ran it saw it.
+type RunOutcome struct {
+	// OK says the run succeeded with Result; otherwise it failed with Message.
+	OK bool
+	// Result is the run's result: the last line it wrote to stdout.
+	Result string
+	// Message is why it failed: its stderr, a timeout, an interruption, or
+	// why it could not run.
+	Message string
+	// Output is everything the run wrote, stdout then stderr.
+	Output string
+}
+
+// RecordRunOutcomeTx records in tx, the caller's transaction, how run runID
+// of job in ended (JobSucceeded or JobFailed), with the runs its events
+// request (outbox.RunJobs, as for every change of a job; an outcome requests
+// none). The worker that ran it completes its River job in tx, so that the
+// outcome and the completion commit together. A run that is no longer the
+// job's current one (a newer run was asked for, the job was deleted) or
+// whose outcome is recorded records nothing (at-least-once delivery). It
+// returns the job as tx leaves it.
+//
+// Errors: the store's (ECONFLICT after a lost race: store.Execute decides again).
+func (c *Commands) RecordRunOutcomeTx(ctx context.Context, tx *store.Tx, in Ref, runID int64, out RunOutcome) (domain.Job, error) {
+	return c.changeRunTx(ctx, tx, in, func(j *domain.Job, now time.Time) []domain.Event {
+		if out.OK {
+			return j.Succeed(runID, out.Result, out.Output, now)
+		}
+		return j.Fail(runID, out.Message, out.Output, now)
+	})
+}
+
+// changeRunTx is changeJob in the caller's tx on job in, freshly loaded, with
+// decide's events for the run.
+func (c *Commands) changeRunTx(ctx context.Context, tx *store.Tx, in Ref, decide func(*domain.Job, time.Time) []domain.Event) (domain.Job, error) {
+	j, now := domain.NewJob(in.Namespace, in.Name), c.now()
+	err := changeJob(ctx, tx, j, func() ([]domain.Event, error) { return decide(j, now), nil })
+	return *j, err
+}

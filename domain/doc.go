@@ -25,17 +25,35 @@
 //
 // # Adding a trigger type
 //
-// A new trigger type (say queue) starts here: its TriggerType constant, its
-// place in TriggerTypes, and its spec rules in Trigger.Create. Every switch
-// on the type then either handles it or fails loudly, and the tests that walk
-// TriggerTypes show which: outbox.TriggerJobs (the job a change of such a
-// trigger causes; a worker of its own in workers/ if it needs one) and the
-// rollout's step for the function's triggers (workers/rollout.go), and its
-// request, rendering and job through the API (httpapi's
-// TestEveryTriggerTypeIsServed; trigger.go newTrigger, listing.go). Then
-// its read-model queries if it routes requests or fires on its own
-// (store/route.go, store/query.go), a flag of the CLI (cmd/sless/cli), and
-// the Terraform provider's documentation (its validator takes TriggerTypes).
+// A new trigger type (say queue) is a row in two tables and a worker:
+//
+//   - here, its TriggerType constant and its row in triggerTypes
+//     (trigger.go, TriggerTypeInfo): Validate, the rules of its spec (a
+//     field of TriggerSpec and TriggerCreated if it needs one); Label, how
+//     people are told of it; Workload, whether the function's workload
+//     serves it (as http) or a job of its own (as cron's schedule); and
+//     Scheduled, whether it fires by a schedule. What does something per
+//     type reads the row: Trigger.Create, the rollout (the replicas it asks
+//     for, and command.RecordRolloutTx: a workload trigger's active flag,
+//     or the job of any other again), the API's rendering (httpapi
+//     trigger.go), the listing, the console and the CLI;
+//   - in outbox, the job that serves it (triggerJobs in jobs.go): a change
+//     of the trigger queues it, and so does every rollout of its function
+//     for a type the workload does not serve;
+//   - in workers, that job's worker, unless the rollout is its job.
+//
+// The tests that walk TriggerTypes fail until those are there: domain's
+// TestTriggerTypeTable, outbox's TestTriggerJobsCoverEveryType (which names
+// each type's job) and TestTriggerJobFollowsTheTypeTable, and httpapi's
+// TestEveryTriggerTypeIsServed (its request through the API). A few places
+// name a type on purpose and take a new one only if it works like it: the
+// invoke proxy's routes are http's (store/route.go, the route notification
+// in store/projection.go), the schedule worker, the cron enqueuer and its
+// query are cron's (workers/schedule.go and cron.go, store/query.go), the
+// CLI has the shorthands --http and --cron (--type takes any type), and
+// the invocation log's kinds share the two types' names
+// (store/invocation.go). The Terraform provider's validator takes
+// TriggerTypes; its documentation names the types.
 //
 // A new command (a use case that appends events) is a method on this
 // package's aggregate that returns events or an *Error, a case in its Apply,

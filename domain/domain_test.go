@@ -407,6 +407,39 @@ func TestTrigger(t *testing.T) {
 	}
 }
 
+// TestTriggerTypeTable: every trigger type has a whole row, its Scheduled
+// flag says what its Validate asks of the schedule, and the messages about
+// the type name every type.
+func TestTriggerTypeTable(t *testing.T) {
+	t.Parallel()
+	for _, typ := range TriggerTypes() {
+		info, ok := typ.Info()
+		if !ok || info.Type != typ || info.Validate == nil || info.Label == nil {
+			t.Fatalf("%s: row %+v, %v", typ, info, ok)
+		}
+		scheduled := TriggerSpec{Type: string(typ), Function: "f", Schedule: "*/5 * * * *"}
+		unscheduled := TriggerSpec{Type: string(typ), Function: "f"}
+		if (info.Validate(scheduled) == nil) != info.Scheduled || (info.Validate(unscheduled) == nil) == info.Scheduled {
+			t.Errorf("%s: Scheduled is %v, but Validate takes a schedule: %v, takes none: %v", typ, info.Scheduled,
+				info.Validate(scheduled), info.Validate(unscheduled))
+		}
+		if label := info.Label(Trigger{Type: typ, Function: "f", Schedule: scheduled.Schedule}); label == "" {
+			t.Errorf("%s: no label", typ)
+		}
+	}
+	if info, ok := TriggerType("queue").Info(); ok || info.Workload || info.Scheduled {
+		t.Errorf("a type with no row: %+v, %v", info, ok)
+	}
+	for _, spec := range []TriggerSpec{{Function: "f"}, {Type: "queue", Function: "f"}} {
+		_, err := NewTrigger("sless-0123456789abcdef", "t").Create(spec, t0)
+		for _, typ := range TriggerTypes() {
+			if !strings.Contains(ErrorMessage(err), string(typ)) {
+				t.Errorf("type %q: %q does not name %s", spec.Type, ErrorMessage(err), typ)
+			}
+		}
+	}
+}
+
 func TestJob(t *testing.T) {
 	t.Parallel()
 	ns := "sless-0123456789abcdef"
@@ -830,4 +863,113 @@ func TestBuildLogKeepsItsEnd(t *testing.T) {
 	if short := TruncateStart("short", MaxBuildLog); short != "short" {
 		t.Fatalf("a short log changed: %q", short)
 	}
+}
+
+// TestFunctionRunnable walks the states a function's versions can be in:
+// only the active version runs, and only once its build succeeded; a newer
+// version queued, building or failed leaves it running.
+func TestFunctionRunnable(t *testing.T) {
+	t.Parallel()
+	upload := func(t *testing.T, f *Function, digest string) int {
+		t.Helper()
+		evs, n, err := f.Upload(Code{Digest: digest, ZipKey: "zip/" + digest, ContextKey: "ctx/" + digest}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fold(f, evs)
+		return n
+	}
+	cases := []struct {
+		name    string
+		history func(t *testing.T, f *Function)
+		want    int         // the version that runs; 0: none
+		status  BuildStatus // the BuildStatus of the version returned
+	}{
+		{"never created", nil, 0, ""},
+		{"created, no code", created, 0, ""},
+		{"first version queued", func(t *testing.T, f *Function) { created(t, f); upload(t, f, "a") }, 0, ""},
+		{"first version building", func(t *testing.T, f *Function) {
+			created(t, f)
+			fold(f, must(t)(f.StartBuild(upload(t, f, "a"), t0)))
+		}, 0, ""},
+		{"first version failed", func(t *testing.T, f *Function) {
+			created(t, f)
+			fold(f, must(t)(f.FailBuild(upload(t, f, "a"), "syntax error", "", t0)))
+		}, 0, ""},
+		{"first version built", func(t *testing.T, f *Function) { created(t, f); built(t, f, "a") }, 1, BuildStatusSucceeded},
+		{"newer version queued", func(t *testing.T, f *Function) { created(t, f); built(t, f, "a"); upload(t, f, "b") }, 1, BuildStatusSucceeded},
+		{"newer version building", func(t *testing.T, f *Function) {
+			created(t, f)
+			built(t, f, "a")
+			fold(f, must(t)(f.StartBuild(upload(t, f, "b"), t0)))
+		}, 1, BuildStatusSucceeded},
+		{"newer version failed", func(t *testing.T, f *Function) {
+			created(t, f)
+			built(t, f, "a")
+			fold(f, must(t)(f.FailBuild(upload(t, f, "b"), "syntax error", "", t0)))
+		}, 1, BuildStatusSucceeded},
+		{"newer version built", func(t *testing.T, f *Function) { created(t, f); built(t, f, "a"); built(t, f, "b") }, 2, BuildStatusSucceeded},
+		{"rolled back", func(t *testing.T, f *Function) {
+			created(t, f)
+			built(t, f, "a")
+			built(t, f, "b")
+			fold(f, must(t)(f.Rollback(1, t0)))
+		}, 1, BuildStatusSucceeded},
+		{"rollout failed", func(t *testing.T, f *Function) { // what serves is the rollout's affair, not the version's
+			created(t, f)
+			fold(f, must(t)(f.FailRollout(built(t, f, "a"), "crash loop", t0)))
+		}, 1, BuildStatusSucceeded},
+		{"deleted", func(t *testing.T, f *Function) { created(t, f); built(t, f, "a"); fold(f, must(t)(f.Delete(t0))) }, 0, ""},
+		{"created again", func(t *testing.T, f *Function) {
+			created(t, f)
+			built(t, f, "a")
+			fold(f, must(t)(f.Delete(t0)))
+			created(t, f)
+			upload(t, f, "a")
+		}, 0, ""},
+		{"active version not built", func(t *testing.T, f *Function) { // no history makes it; the rule holds anyway
+			*f = Function{Namespace: f.Namespace, Name: f.Name, Exists: true, ActiveVersion: 1,
+				Versions: []Version{{Number: 1, BuildStatus: BuildStatusBuilding}}}
+		}, 0, BuildStatusBuilding},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := NewFunction("sless-0123456789abcdef", "hello")
+			if c.history != nil {
+				c.history(t, f)
+			}
+			v, ok := f.Runnable()
+			if ok != (c.want > 0) || (ok && v.Number != c.want) || v.BuildStatus != c.status {
+				t.Fatalf("Runnable() = version %d (%s), %v; want version %d (%s)", v.Number, v.BuildStatus, ok, c.want, c.status)
+			}
+			if ok && (!f.CanRun(v) || v.Image != "img:"+v.Digest) {
+				t.Fatalf("Runnable() = %+v: not the built version", v)
+			}
+		})
+	}
+}
+
+// TestFunctionCanRunOnTheReadModel: a function's read-model row has no
+// Versions; the version fetched for it runs when Runnable's would.
+func TestFunctionCanRunOnTheReadModel(t *testing.T) {
+	t.Parallel()
+	row := Function{Namespace: "sless-0123456789abcdef", Name: "hello", Exists: true, ActiveVersion: 2}
+	for status, want := range map[BuildStatus]bool{BuildStatusSucceeded: true, BuildStatusQueued: false,
+		BuildStatusBuilding: false, BuildStatusFailed: false} {
+		if got := row.CanRun(Version{Number: 2, BuildStatus: status}); got != want {
+			t.Errorf("CanRun(version built %s) = %v, want %v", status, got, want)
+		}
+	}
+	if gone := (Function{Name: "hello"}); gone.CanRun(Version{Number: 2, BuildStatus: BuildStatusSucceeded}) {
+		t.Error("CanRun of a function that does not exist")
+	}
+	if row.CanRun(Version{}) {
+		t.Error("CanRun of no version")
+	}
+}
+
+// created folds the creation of f into it.
+func created(t *testing.T, f *Function) {
+	t.Helper()
+	fold(f, must(t)(f.Create(FunctionSpec{Runtime: "python3.11"}, t0)))
 }

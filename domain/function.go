@@ -213,6 +213,26 @@ func (f *Function) version(n int) *Version {
 // Latest returns the newest version, if any.
 func (f *Function) Latest() (Version, bool) { return f.Version(len(f.Versions)) }
 
+// Runnable returns the version the function's work runs on — its workload
+// behind http triggers, its cron runs and its job runs — and whether there
+// is one: the active version, when the function exists and that version's
+// build succeeded. Otherwise it returns false with the active version as
+// the function has it (the zero Version when none is active), whose
+// BuildStatus says why it cannot run.
+func (f *Function) Runnable() (Version, bool) {
+	v, _ := f.Version(f.ActiveVersion)
+	return v, f.CanRun(v)
+}
+
+// CanRun reports whether version v of the function can run: the function
+// exists and v's build succeeded. Runnable asks it of the active version; it
+// is asked directly of the version a job run started on (which that run
+// keeps), and by a caller holding the function's read-model row, which has
+// no Versions, of the active version it fetched.
+func (f *Function) CanRun(v Version) bool {
+	return f.Exists && v.Number > 0 && v.BuildStatus == BuildStatusSucceeded
+}
+
 // Apply folds one event into the aggregate. Events of other aggregates are ignored.
 func (f *Function) Apply(ev Event) {
 	switch e := ev.(type) {

@@ -10,14 +10,17 @@ import (
 	"github.com/slessio/sless/httpapi/wire"
 )
 
-// newTrigger renders t as the API shows it, with its URL or next run.
+// newTrigger renders t as the API shows it, with what its type's row says
+// people see: the function's URL for a trigger its workload serves, the
+// next run of an enabled scheduled one.
 func (s *Server) newTrigger(t domain.Trigger) wire.Trigger {
 	v := wire.Trigger{Namespace: t.Namespace, Name: t.Name, Type: t.Type, Function: t.Function,
 		Schedule: t.Schedule, Enabled: t.Enabled, Active: t.Active, CreatedAt: pgTime(t.CreatedAt)}
-	switch t.Type {
-	case domain.TriggerHTTP:
+	info, _ := t.Type.Info()
+	if info.Workload {
 		v.URL = s.functionURL(t.Namespace, t.Function)
-	case domain.TriggerCron:
+	}
+	if info.Scheduled {
 		if sched, err := domain.ParseCron(t.Schedule); err == nil && t.Enabled {
 			v.NextRunAt = optionalTime(sched.Next(s.cfg.Now()))
 		}

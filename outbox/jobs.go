@@ -180,9 +180,10 @@ func FunctionJobs(f *domain.Function, events []domain.Event) []river.InsertManyP
 }
 
 // TriggerJobs returns the jobs that the events just appended to trigger t
-// cause: a rollout of its function for http triggers, a schedule for cron ones.
-// t must be the state before a delete folds in (Type and Function still set),
-// so callers fold after calling, or pass a copy.
+// cause: a change of the trigger (created, enabled, disabled, deleted)
+// queues the job that serves it (TriggerJob). t must be the state before a
+// delete folds in (Type and Function still set), so callers fold after
+// calling, or pass a copy.
 func TriggerJobs(t domain.Trigger, events []domain.Event) []river.InsertManyParams {
 	changed := false
 	for _, ev := range events {
@@ -194,19 +195,35 @@ func TriggerJobs(t domain.Trigger, events []domain.Event) []river.InsertManyPara
 	if !changed {
 		return nil
 	}
-	typ, function := t.Type, t.Function
 	for _, ev := range events {
 		if c, ok := ev.(domain.TriggerCreated); ok { // t may be the state before it
-			typ, function = c.Type, c.Function
+			t.Type, t.Function = c.Type, c.Function
 		}
 	}
-	switch typ {
-	case domain.TriggerCron:
-		return []river.InsertManyParams{Job(ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name})}
-	case domain.TriggerHTTP:
-		return []river.InsertManyParams{Job(RolloutArgs{Namespace: t.Namespace, Function: function})}
+	return []river.InsertManyParams{TriggerJob(t)}
+}
+
+// triggerJobs is the outbox's half of the trigger type table (domain's
+// TriggerTypeInfo is the other): for each type, the job that serves a
+// trigger of it. A change of the trigger queues it (TriggerJobs); for a
+// type its function's workload does not serve, so does every rollout of
+// the function, so that the job follows the active version
+// (command.RecordRolloutTx). A type the workload serves is served by the
+// rollout of its function.
+var triggerJobs = map[domain.TriggerType]func(t domain.Trigger) river.JobArgs{
+	domain.TriggerHTTP: func(t domain.Trigger) river.JobArgs { return RolloutArgs{Namespace: t.Namespace, Function: t.Function} },
+	domain.TriggerCron: func(t domain.Trigger) river.JobArgs { return ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name} },
+}
+
+// TriggerJob returns the job that serves trigger t, by its type
+// (triggerJobs). It panics for a type that has no job: the tests walk
+// domain.TriggerTypes, so a type added without its job fails them.
+func TriggerJob(t domain.Trigger) river.InsertManyParams {
+	job, ok := triggerJobs[t.Type]
+	if !ok {
+		panic(fmt.Sprintf("outbox.TriggerJob: trigger type %q has no job: add it to triggerJobs", t.Type))
 	}
-	panic(fmt.Sprintf("outbox.TriggerJobs: trigger type %q has no job: add it here", typ))
+	return Job(job(t))
 }
 
 // RunJobs returns a run for every run requested by events, about to be

@@ -34,3 +34,17 @@ func TestTriggerJobsCoverEveryType(t *testing.T) {
 		}
 	}
 }
+
+// TestTriggerJobFollowsTheTypeTable: the job that serves a trigger is the
+// rollout of its function exactly for the types domain says the function's
+// workload serves; every other type has a job of its own.
+func TestTriggerJobFollowsTheTypeTable(t *testing.T) {
+	for _, typ := range domain.TriggerTypes() {
+		info, _ := typ.Info()
+		tr := domain.Trigger{Namespace: "sless-0123456789abcdef", Name: "t", Type: typ, Function: "f"}
+		_, rollout := TriggerJob(tr).Args.(RolloutArgs)
+		if rollout != info.Workload {
+			t.Errorf("%s: served by the workload %v, but its job is %T", typ, info.Workload, TriggerJob(tr).Args)
+		}
+	}
+}

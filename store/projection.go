@@ -175,6 +175,8 @@ func projectTrigger(b *pgx.Batch, des []domain.Event, t *domain.Trigger, ns, nam
 				ns, name, e.Active, e.At)
 		}
 	}
+	// Routes are the invoke proxy's, which serves HTTP: only http
+	// triggers make them (routeSelect), so only theirs announce a change.
 	if route && t.Type == domain.TriggerHTTP {
 		queueNotifyRoute(b, ns, t.Function)
 	}

@@ -35,7 +35,9 @@ type Route struct {
 
 // routeSelect reads routes; routeQuery is every route, routesOfQuery those of
 // the functions named by the arrays $1 (namespaces) and $2 (names), found by
-// primary key however many functions there are.
+// primary key however many functions there are. It joins http triggers by
+// name, not by the type table: routes are the invoke proxy's, which serves
+// HTTP (a type it served too would be added here, see domain/doc.go).
 const routeSelect = `SELECT f.namespace, f.name, f.phase, f.message, f.active_version, f.endpoint, f.timeout_sec, f.max_concurrency,
 		count(t.name), coalesce(bool_or(t.enabled), false)
 	FROM functions f

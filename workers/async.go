@@ -147,7 +147,7 @@ func (a *asyncWorker) finish(ctx context.Context, job *river.Job[outbox.DeliverA
 	ctx = context.WithoutCancel(ctx) // the answer is in hand: record it
 	_, err := w.store.Execute(ctx, meta(job.Kind, job.ID), func(tx *store.Tx) error {
 		if state == domain.AsyncDead {
-			if err := w.cmds.DeadLetterTx(ctx, tx, inv, last, resp, why); err != nil {
+			if err := w.cmd.DeadLetterTx(ctx, tx, inv, last, resp, why); err != nil {
 				return err
 			}
 		} else if err := w.store.FinishAsyncTx(ctx, tx.Tx, inv.ID, last, state, resp, why, w.now()); err != nil {

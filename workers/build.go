@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/outbox"
 
 	"github.com/slessio/sless/driver"
@@ -101,26 +102,20 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[outbox.BuildArgs]
 	}
 	defer slot.release()
 
+	ref := command.Ref{Namespace: a.Namespace, Name: a.Function}
 	var spec driver.BuildSpec
 	done := false
 	_, err = w.store.Execute(ctx, md, func(tx *store.Tx) error {
-		done = false
-		f := domain.NewFunction(a.Namespace, a.Function)
-		if err := tx.Load(ctx, stream, f); err != nil {
-			return err
-		}
-		if !f.NeedsBuild(a.Version) || !outbox.SameIncarnation(a.Incarnation, f.Incarnation) { // built, failed, or the function was deleted
-			done = true
-			return completeTx(ctx, tx.Tx, job)
-		}
-		evs, err := f.StartBuild(a.Version, w.now())
+		v, ok, err := w.cmd.StartBuildTx(ctx, tx, ref, a.Version, a.Incarnation)
 		if err != nil {
 			return err
 		}
-		v, _ := f.Version(a.Version)
+		if done = !ok; done { // built, failed, or the function was deleted
+			return completeTx(ctx, tx.Tx, job)
+		}
 		spec = driver.BuildSpec{Namespace: a.Namespace, Function: a.Function, Version: a.Version, Digest: v.Digest,
 			ZipKey: v.ZipKey, ContextKey: v.ContextKey, Config: v.Config}
-		return tx.Append(ctx, stream, f, evs)
+		return nil
 	})
 	if err != nil || done {
 		return err
@@ -149,30 +144,8 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[outbox.BuildArgs]
 	out.close()
 
 	_, err = w.store.Execute(ctx, md, func(tx *store.Tx) error {
-		f := domain.NewFunction(a.Namespace, a.Function)
-		if err := tx.Load(ctx, stream, f); err != nil {
-			return err
-		}
-		var evs []domain.Event
-		var err error
-		switch {
-		case !f.Exists: // deleted while building: nothing to record
-		case res.Failed:
-			msg := res.Message
-			if msg == "" {
-				msg = res.Log
-			}
-			evs, err = f.FailBuild(a.Version, msg, res.Log, w.now())
-		default:
-			evs, err = f.SucceedBuild(a.Version, res.Image, res.Log, w.now())
-		}
-		if err != nil {
-			return err
-		}
-		if err := tx.Append(ctx, stream, f, evs); err != nil {
-			return err
-		}
-		if err := tx.Append(ctx, stream, f, nil, outbox.FunctionJobs(f, evs)...); err != nil {
+		outcome := command.BuildOutcome{Failed: res.Failed, Image: res.Image, Message: res.Message, Log: res.Log}
+		if _, err := w.cmd.RecordBuildOutcomeTx(ctx, tx, ref, a.Version, outcome); err != nil {
 			return err
 		}
 		return completeTx(ctx, tx.Tx, job)

@@ -11,10 +11,11 @@
 //
 // Every worker follows one shape: decide on the events (domain commands say
 // "nothing" when the outcome is recorded), call the driver outside any
-// transaction, then append the outcome, insert the follow-up jobs the outbox
-// selectors pick and complete the River job in one transaction (store.Execute
-// plus river.JobCompleteTx). A stop or crash mid-call leaves the job to be
-// worked again; a rerun after the outcome committed completes at once.
+// transaction, then record the outcome through command (its Tx methods
+// append the events and insert the follow-up jobs the outbox selectors pick)
+// and complete the River job in the same transaction (store.Execute plus
+// river.JobCompleteTx). A stop or crash mid-call leaves the job to be worked
+// again; a rerun after the outcome committed completes at once.
 //
 //	build     (queue builds)   a slot of the namespace (else snooze, slots.go) → NeedsBuild? → BuildStarted →
 //	                           stored code checked against the version (code.go) → Driver.Build of the checked bytes →

@@ -2,9 +2,9 @@ package workers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/outbox"
 
 	"github.com/slessio/sless/driver"
@@ -28,17 +28,19 @@ func (d desired) same(o desired) bool {
 }
 
 // desiredOf is the level the rollout converges to: the active version runs
-// when any http trigger of the function is enabled, and is scaled to zero otherwise.
+// when any trigger of the function that its workload serves (an http
+// trigger, see domain.TriggerTypeInfo.Workload) is enabled, and is scaled to
+// zero otherwise.
 func desiredOf(f *domain.Function, triggers []domain.Trigger) desired {
 	d := desired{exists: f.Exists}
-	v, ok := f.Version(f.ActiveVersion)
-	if !f.Exists || !ok || v.BuildStatus != domain.BuildStatusSucceeded {
+	v, ok := f.Runnable()
+	if !ok {
 		return d
 	}
 	d.version = v.Number
 	d.workload = driver.Workload{Namespace: f.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config}
 	for _, t := range triggers {
-		if t.Exists && t.Type == domain.TriggerHTTP && t.Function == f.Name && t.Enabled {
+		if info, _ := t.Type.Info(); t.Exists && info.Workload && t.Function == f.Name && t.Enabled {
 			d.replicas = 1
 		}
 	}
@@ -106,45 +108,15 @@ func (w *Workers) deploy(ctx context.Context, d desired) (string, error) {
 	return w.cfg.Driver.Deploy(ctx, driver.Deployment{Workload: d.workload, Replicas: d.replicas})
 }
 
-// recordRollout appends the outcome of converging to want: the function's
-// rollout event, each http trigger's active flag (running and enabled), and
-// a schedule job for each cron trigger, whose schedule follows the active version.
+// recordRollout records the outcome of converging to want
+// (command.RecordRolloutTx) on f and triggers, which tx loaded.
 func (w *Workers) recordRollout(ctx context.Context, tx *store.Tx, f *domain.Function, triggers []domain.Trigger,
 	want desired, endpoint string, deployErr error) error {
-	now := w.now()
-	running := want.version > 0 && want.replicas > 0 && deployErr == nil
-	if want.version > 0 {
-		var evs []domain.Event
-		var err error
-		if deployErr != nil {
-			evs, err = f.FailRollout(want.version, platformMessage(deployErr), now)
-		} else {
-			evs, err = f.CompleteRollout(want.version, endpoint, now)
-		}
-		if err != nil {
-			return err
-		}
-		if err := tx.Append(ctx, domain.FunctionStream(f.Namespace, f.Name), f, evs); err != nil {
-			return err
-		}
+	out := command.RolloutOutcome{Version: want.version, Replicas: want.replicas, Endpoint: endpoint}
+	if deployErr != nil {
+		out.Failed, out.Message = true, platformMessage(deployErr)
 	}
-	for i := range triggers {
-		t := &triggers[i]
-		stream := domain.TriggerStream(t.Namespace, t.Name)
-		switch t.Type {
-		case domain.TriggerHTTP:
-			if err := tx.Append(ctx, stream, t, t.SetActive(running && t.Enabled, now)); err != nil {
-				return err
-			}
-		case domain.TriggerCron:
-			if err := w.insertJobs(ctx, tx, outbox.ScheduleArgs{Namespace: t.Namespace, Trigger: t.Name}); err != nil {
-				return err
-			}
-		default:
-			panic(fmt.Sprintf("workers rollout: trigger type %q has no step after a rollout: add it here", t.Type))
-		}
-	}
-	return nil
+	return w.cmd.RecordRolloutTx(ctx, tx, f, triggers, out)
 }
 
 // desired reads the desired state of a function outside a transaction.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/outbox"
 
 	"github.com/slessio/sless/driver"
@@ -45,6 +46,7 @@ func (r *runJobWorker) Timeout(*river.Job[outbox.RunJobArgs]) time.Duration { re
 func (r *runJobWorker) Work(ctx context.Context, job *river.Job[outbox.RunJobArgs]) error {
 	w, a := r.w, job.Args
 	stream := domain.JobStream(a.Namespace, a.Job)
+	ref := command.Ref{Namespace: a.Namespace, Name: a.Job}
 	md := meta(job.Kind, job.ID)
 
 	var spec driver.RunSpec
@@ -64,15 +66,17 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[outbox.RunJobArg
 		if err := tx.Load(ctx, domain.FunctionStream(a.Namespace, j.Function), f); err != nil {
 			return err
 		}
-		n := f.ActiveVersion
+		v, ok := f.Runnable()
+		n := v.Number
 		if j.Phase == domain.JobPhaseRunning { // an interrupted attempt started it: keep its version
 			n = j.Version
+			v, _ = f.Version(n)
+			ok = f.CanRun(v)
 		}
-		v, ok := f.Version(n)
 		spec = driver.RunSpec{Workload: driver.Workload{Namespace: a.Namespace, Function: j.Function, Version: n, Image: v.Image, Config: v.Config},
 			Name: a.Job, RunID: a.RunID, Event: j.Event}
 		gone := "" // why the run cannot run, or ""
-		if !f.Exists || !ok || v.BuildStatus != domain.BuildStatusSucceeded {
+		if !ok {
 			gone = fmt.Sprintf("function %q has no active built version to run", j.Function)
 			if j.Phase == domain.JobPhaseRunning {
 				gone = fmt.Sprintf("version %d of function %q, which this run started on, no longer exists", n, j.Function)
@@ -88,12 +92,13 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[outbox.RunJobArg
 			if msg == "" {
 				msg = dead.message
 			}
-			if err := tx.Append(ctx, stream, j, j.Fail(a.RunID, msg, "", w.now())); err != nil {
+			if _, err := w.cmd.RecordRunOutcomeTx(ctx, tx, ref, a.RunID, command.RunOutcome{Message: msg}); err != nil {
 				return err
 			}
 			return completeTx(ctx, tx.Tx, job)
 		}
-		return tx.Append(ctx, stream, j, j.Start(a.RunID, v.Number, w.now()))
+		_, err := w.cmd.StartRunTx(ctx, tx, ref, a.RunID, v.Number)
+		return err
 	})
 	attrs := []any{"namespace", a.Namespace, "job", a.Job, "run_id", a.RunID}
 	if err == nil && dead.interrupted != "" {
@@ -119,15 +124,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[outbox.RunJobArg
 	}
 
 	_, err = w.store.Execute(ctx, md, func(tx *store.Tx) error {
-		j := domain.NewJob(a.Namespace, a.Job)
-		if err := tx.Load(ctx, stream, j); err != nil {
-			return err
-		}
-		evs := j.Fail(a.RunID, out.message, out.output, w.now())
-		if out.ok {
-			evs = j.Succeed(a.RunID, out.result, out.output, w.now())
-		}
-		if err := tx.Append(ctx, stream, j, evs); err != nil {
+		if _, err := w.cmd.RecordRunOutcomeTx(ctx, tx, ref, a.RunID, out.command()); err != nil {
 			return err
 		}
 		return completeTx(ctx, tx.Tx, job)
@@ -147,6 +144,11 @@ type runOutcome struct {
 	result      string // the last stdout line, when ok
 	message     string // why it failed (stderr, or the timeout), when not ok
 	output      string // everything the run wrote: stdout, then stderr
+}
+
+// command is the outcome as the command layer records it.
+func (o runOutcome) command() command.RunOutcome {
+	return command.RunOutcome{OK: o.ok, Result: o.result, Message: o.message, Output: o.output}
 }
 
 // run runs spec with the function's timeout (plus a margin for the driver to
@@ -222,14 +224,9 @@ func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[outbox.RunJ
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
 	defer cancel()
 	_, err := w.store.Execute(octx, meta(job.Kind, job.ID), func(tx *store.Tx) error {
-		j := domain.NewJob(a.Namespace, a.Job)
-		if err := tx.Load(octx, stream, j); err != nil {
+		// A run that is no longer current, or finished, records nothing.
+		if _, err := w.cmd.RecordRunOutcomeTx(octx, tx, command.Ref{Namespace: a.Namespace, Name: a.Job}, a.RunID, out.command()); err != nil {
 			return err
-		}
-		if j.Exists && j.RunID == a.RunID && !j.Finished() {
-			if err := tx.Append(octx, stream, j, j.Fail(a.RunID, out.message, out.output, w.now())); err != nil {
-				return err
-			}
 		}
 		if why == interruptedByCancel { // River cancels the job itself
 			return nil

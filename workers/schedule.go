@@ -30,13 +30,16 @@ func (c cronState) same(o cronState) bool {
 // active is what the trigger reports: it fires (enabled) and there is a built version to fire.
 func (c cronState) active() bool { return c.exists && c.enabled && c.version > 0 }
 
+// cronStateOf is the schedule trigger t should have. This worker is the cron
+// type's (outbox.TriggerJob), so its trigger is one of that type: a name
+// taken since by a trigger of another type has no schedule.
 func cronStateOf(t *domain.Trigger, f *domain.Function) cronState {
 	c := cronState{exists: t.Exists && t.Type == domain.TriggerCron, enabled: t.Enabled, schedule: t.Schedule,
 		workload: driver.Workload{Namespace: t.Namespace, Function: t.Function}}
-	if !c.exists || !f.Exists {
+	if !c.exists {
 		return c
 	}
-	if v, ok := f.Version(f.ActiveVersion); ok && v.BuildStatus == domain.BuildStatusSucceeded {
+	if v, ok := f.Runnable(); ok {
 		c.version = v.Number
 		c.workload = driver.Workload{Namespace: f.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config}
 	}
@@ -84,7 +87,7 @@ func (s *scheduleWorker) Work(ctx context.Context, job *river.Job[outbox.Schedul
 			return cronStateOf(t, f), nil
 		},
 		func(tx *store.Tx, c cronState, applyErr error) error {
-			return tx.Append(ctx, domain.TriggerStream(a.Namespace, a.Trigger), t, t.SetActive(c.active() && applyErr == nil, w.now()))
+			return w.cmd.SetTriggerActiveTx(ctx, tx, t, c.active() && applyErr == nil)
 		})
 	return err
 }

@@ -138,11 +138,11 @@ type Workers struct {
 	cfg        Config
 	pool       *pgxpool.Pool
 	store      *store.Store
+	cmd        *command.Commands // records the outcomes, in the workers' transactions
 	client     *river.Client[pgx.Tx]
 	scheduler  driver.Scheduler // nil: the leader fires cron slots through Driver.Run
 	deleter    CodeDeleter
 	log        *slog.Logger
-	cmds       *command.Commands
 	callbacks  *http.Client
 	asyncSlots asyncSlots
 	live       *liveness
@@ -213,7 +213,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 	if w.store == nil {
 		w.store = store.New(pool, client)
 	}
-	w.cmds = command.New(command.Config{Store: w.store, Now: cfg.Clock, CallbackAllow: cfg.CallbackAllow})
+	w.cmd = command.New(command.Config{Store: w.store, Now: cfg.Clock, CallbackAllow: cfg.CallbackAllow})
 	w.callbacks = newCallbackClient(cfg.PlatformPorts)
 	if u, ok := cfg.Driver.(driver.BuildSourceUser); ok {
 		u.UseBuildSource(w)

@@ -117,7 +117,7 @@ func (c *Console) functionPage(w http.ResponseWriter, r *http.Request, s session
 		return err
 	}
 	for _, t := range v.Triggers {
-		if t.Type == domain.TriggerHTTP {
+		if info, _ := t.Type.Info(); info.Workload { // served at the function's URL
 			v.URL = c.cfg.FunctionURL(ns, name)
 		}
 	}

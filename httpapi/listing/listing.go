@@ -8,6 +8,7 @@ package listing
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -64,53 +65,67 @@ func Build(ns string, fs []domain.Function, ts []domain.Trigger, urlOf func(ns, 
 	return page
 }
 
-// newEntry describes f and its triggers. A function is active when one of
-// its enabled triggers has its workload running or scheduled.
+// newEntry describes f and its triggers, by their types' rows: the URL
+// when the workload serves one, the schedules of the scheduled ones, and a
+// comment telling of the leading trigger (leads). A function is active when
+// one of its enabled triggers has its workload running or scheduled.
 func newEntry(f domain.Function, ts []domain.Trigger, urlOf func(ns, function string) string) Entry {
 	e := Entry{Name: f.Name, Runtime: string(f.Config.Runtime), Phase: string(f.Phase), Message: f.Message,
 		Created: f.CreatedAt.UTC().Format(Time), Function: f, Triggers: ts}
 	if !f.LastBuiltAt.IsZero() {
 		e.Built = f.LastBuiltAt.UTC().Format(Time)
 	}
-	var httpT, cronT *domain.Trigger
-	var crons []string
+	var lead *domain.Trigger
+	var schedules []string
 	for i := range ts {
 		t := &ts[i]
 		e.Active = e.Active || (t.Enabled && t.Active)
-		switch t.Type {
-		case domain.TriggerHTTP:
-			if httpT == nil || (t.Enabled && !httpT.Enabled) {
-				httpT = t
-			}
-		case domain.TriggerCron:
-			if cronT == nil {
-				cronT = t
-			}
-			crons = append(crons, t.Schedule)
+		info, ok := t.Type.Info()
+		if !ok {
+			continue
+		}
+		if info.Workload {
+			e.URL = urlOf(f.Namespace, f.Name)
+		}
+		if info.Scheduled {
+			schedules = append(schedules, t.Schedule)
+		}
+		if leads(t, lead) {
+			lead = t
 		}
 	}
-	e.Cron = strings.Join(crons, ", ")
-	state := e.Phase + ", " + activeWord(e.Active, httpT, cronT)
-	switch {
-	case httpT != nil:
-		e.URL = urlOf(f.Namespace, f.Name)
-		e.Comment = fmt.Sprintf("HTTP endpoint (%s) — %s", e.Runtime, state)
-	case cronT != nil:
-		e.Comment = fmt.Sprintf("Cron '%s' (%s) — %s", cronT.Schedule, e.Runtime, state)
-	default:
+	e.Cron = strings.Join(schedules, ", ")
+	if lead == nil {
 		e.Comment = fmt.Sprintf("Job/runner without trigger (%s) — %s", e.Runtime, e.Phase)
+		return e
 	}
+	word := "inactive"
+	switch {
+	case e.Active:
+		word = "active"
+	case !lead.Enabled:
+		word = "disabled"
+	}
+	info, _ := lead.Type.Info()
+	e.Comment = fmt.Sprintf("%s (%s) — %s, %s", info.Label(*lead), e.Runtime, e.Phase, word)
 	return e
 }
 
-func activeWord(active bool, httpT, cronT *domain.Trigger) string {
-	switch {
-	case active:
-		return "active"
-	case (httpT != nil && !httpT.Enabled) || (httpT == nil && cronT != nil && !cronT.Enabled):
-		return "disabled"
+// leads reports whether t, rather than lead (nil: none yet), is the trigger
+// a function's comment tells of: one of the first type in
+// domain.TriggerTypes that the function has. Triggers that the workload
+// serves are alike (one URL), so an enabled one leads them; other types'
+// triggers differ (each has its schedule), so the first one does.
+func leads(t, lead *domain.Trigger) bool {
+	if lead == nil {
+		return true
 	}
-	return "inactive"
+	types := domain.TriggerTypes()
+	if rank, leadRank := slices.Index(types, t.Type), slices.Index(types, lead.Type); rank != leadRank {
+		return rank < leadRank
+	}
+	info, _ := t.Type.Info()
+	return info.Workload && t.Enabled && !lead.Enabled
 }
 
 // Text renders the listing for a terminal.

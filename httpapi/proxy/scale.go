@@ -472,6 +472,9 @@ func (s DriverScaler) StopHere(ctx context.Context, namespace, function string) 
 	return s.Driver.Remove(ctx, namespace, function)
 }
 
+// workload is what domain.Function.Runnable picks, read from the read model:
+// the active version, when its build succeeded. The function's row has no
+// Versions, so the active one is fetched and CanRun, Runnable's rule, asked.
 func (s DriverScaler) workload(ctx context.Context, ns, name string) (driver.Workload, error) {
 	f, err := s.Store.GetFunction(ctx, ns, name)
 	if err != nil {
@@ -484,7 +487,7 @@ func (s DriverScaler) workload(ctx context.Context, ns, name string) (driver.Wor
 	if err != nil {
 		return driver.Workload{}, err
 	}
-	if v.BuildStatus != domain.BuildStatusSucceeded {
+	if !f.CanRun(v) {
 		return driver.Workload{}, domain.Errorf(domain.EUNPROCESSABLE, "version %d of %q is not built (%s)", v.Number, name, v.BuildStatus)
 	}
 	return driver.Workload{Namespace: ns, Function: name, Version: v.Number, Image: v.Image, Config: v.Config}, nil

@@ -28,7 +28,9 @@ func triggerCommand() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			// --cron and --http as `fn deploy` takes them; --type and
-			// --schedule say the same at length.
+			// --schedule say the same at length. The shorthands name their
+			// types on purpose (a switch on the type, not the type table):
+			// any type, a new one too, is created with --type.
 			switch {
 			case cron != "" && (http || cmd.Flags().Changed("type") && typ != string(domain.TriggerCron)):
 				return fmt.Errorf("--cron makes a cron trigger: leave out --http and --type")
@@ -113,7 +115,7 @@ func writeTriggers(w io.Writer, ts []client.Trigger) error {
 	fmt.Fprintln(tw, "NAME\tTYPE\tFUNCTION\tENABLED\tACTIVE\tSCHEDULE / URL")
 	for _, t := range ts {
 		where := t.URL
-		if t.Type == domain.TriggerCron {
+		if info, _ := t.Type.Info(); info.Scheduled {
 			where = t.Schedule
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%t\t%s\n", t.Name, t.Type, t.Function, t.Enabled, t.Active, where)
