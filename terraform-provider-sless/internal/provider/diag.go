@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -12,7 +13,8 @@ import (
 
 // addAPIError reports err of the call named by what. An API error is shown
 // with the server's message, on the attribute its field names when the
-// resource has one of that name.
+// resource has one of that name (a dotted field, "async.max_retries", is a
+// nested attribute).
 func addAPIError(diags *diag.Diagnostics, what string, err error, attributes ...string) {
 	var apiErr *client.Error
 	if !errors.As(err, &apiErr) {
@@ -24,12 +26,23 @@ func addAPIError(diags *diag.Diagnostics, what string, err error, attributes ...
 	if apiErr.Field != "" {
 		for _, a := range attributes {
 			if a == apiErr.Field {
-				diags.AddAttributeError(path.Root(a), "sless: "+what+" failed", detail)
+				diags.AddAttributeError(attributePath(a), "sless: "+what+" failed", detail)
 				return
 			}
 		}
 	}
 	diags.AddError("sless: "+what+" failed", detail)
+}
+
+// attributePath is the path of the attribute an API field names: "a" or
+// "a.b" (b nested in a).
+func attributePath(field string) path.Path {
+	names := strings.Split(field, ".")
+	p := path.Root(names[0])
+	for _, n := range names[1:] {
+		p = p.AtName(n)
+	}
+	return p
 }
 
 // clientOf returns the configured client handed to a resource or data

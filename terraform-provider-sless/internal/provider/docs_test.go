@@ -16,6 +16,7 @@ import (
 	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	fwprovider "github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	rsschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/slessio/sless/terraform-provider-sless/internal/provider"
@@ -27,11 +28,13 @@ var updateDocs = flag.Bool("update-docs", false, "rewrite docs/ from the provide
 // moduleRoot is the provider module's directory, from this package's.
 const moduleRoot = "../.."
 
-// attribute is what the docs say of one attribute.
+// attribute is what the docs say of one attribute; nested holds the
+// attributes of a single nested attribute.
 type attribute struct {
 	name, typ, description   string
 	required, optional, comp bool
 	sensitive                bool
+	nested                   []attribute
 }
 
 // TestDocs checks that docs/ (the Terraform Registry's layout, as
@@ -110,8 +113,22 @@ type schemaAttribute interface {
 }
 
 func attributeOf(name string, a schemaAttribute) attribute {
-	return attribute{name: name, typ: typeName(a.GetType()), description: a.GetDescription(),
+	at := attribute{name: name, typ: typeName(a.GetType()), description: a.GetDescription(),
 		required: a.IsRequired(), optional: a.IsOptional(), comp: a.IsComputed(), sensitive: a.IsSensitive()}
+	switch n := a.(type) {
+	case rsschema.SingleNestedAttribute:
+		for name, a := range n.Attributes {
+			at.nested = append(at.nested, attributeOf(name, a))
+		}
+	case dsschema.SingleNestedAttribute:
+		for name, a := range n.Attributes {
+			at.nested = append(at.nested, attributeOf(name, a))
+		}
+	}
+	if at.nested != nil {
+		at.typ = "Attributes"
+	}
+	return at
 }
 
 // page renders one page of the registry's docs.
@@ -127,6 +144,17 @@ func page(title, kind, description, example, importScript string, attrs []attrib
 		fmt.Fprintf(&b, "\n## Example Usage\n\n```terraform\n%s```\n", ex)
 	}
 	b.WriteString("\n## Schema\n")
+	writeAttributes(&b, attrs, "\n### %s\n\n")
+	if ex := readExample(importScript); ex != "" {
+		fmt.Fprintf(&b, "\n## Import\n\nImport is supported using the following syntax:\n\n```shell\n%s```\n", ex)
+	}
+	return b.String()
+}
+
+// writeAttributes writes attrs grouped as Required, Optional and
+// Read-Only, each group under its title in titleFormat, and then the
+// nested schema of each single nested attribute, as tfplugindocs does.
+func writeAttributes(b *strings.Builder, attrs []attribute, titleFormat string) {
 	slices.SortFunc(attrs, func(a, b attribute) int { return strings.Compare(a.name, b.name) })
 	for _, group := range []struct {
 		title string
@@ -142,20 +170,26 @@ func page(title, kind, description, example, importScript string, attrs []attrib
 				continue
 			}
 			if first {
-				fmt.Fprintf(&b, "\n### %s\n\n", group.title)
+				fmt.Fprintf(b, titleFormat, group.title)
 				first = false
 			}
 			typ := a.typ
 			if a.sensitive {
 				typ += ", Sensitive"
 			}
-			fmt.Fprintf(&b, "- `%s` (%s) %s\n", a.name, typ, a.description)
+			fmt.Fprintf(b, "- `%s` (%s) %s", a.name, typ, a.description)
+			if a.nested != nil {
+				fmt.Fprintf(b, " (see [below for nested schema](#nestedatt--%s))", a.name)
+			}
+			b.WriteString("\n")
 		}
 	}
-	if ex := readExample(importScript); ex != "" {
-		fmt.Fprintf(&b, "\n## Import\n\nImport is supported using the following syntax:\n\n```shell\n%s```\n", ex)
+	for _, a := range attrs {
+		if a.nested != nil {
+			fmt.Fprintf(b, "\n<a id=\"nestedatt--%s\"></a>\n### Nested Schema for `%s`\n", a.name, a.name)
+			writeAttributes(b, a.nested, "\n%s:\n\n")
+		}
 	}
-	return b.String()
 }
 
 // readExample returns the file below examples/, "" when there is none.

@@ -26,6 +26,7 @@ type functionInfo struct {
 	MemoryMB      types.Int64  `tfsdk:"memory_mb"`
 	TimeoutSec    types.Int64  `tfsdk:"timeout_sec"`
 	EnvVars       types.Map    `tfsdk:"env_vars"`
+	Async         types.Object `tfsdk:"async"`
 	ActiveVersion types.Int64  `tfsdk:"active_version"`
 	Phase         types.String `tfsdk:"phase"`
 	Message       types.String `tfsdk:"message"`
@@ -49,6 +50,7 @@ func functionInfoAttributes(name schema.StringAttribute) map[string]schema.Attri
 		"memory_mb":      i("Memory limit in MiB."),
 		"timeout_sec":    i("Time limit of one invocation in seconds."),
 		"env_vars":       schema.MapAttribute{Computed: true, ElementType: types.StringType, Description: "Environment variables."},
+		"async":          asyncInfoAttribute(),
 		"active_version": i("The version triggers and jobs run (0 before the first build)."),
 		"phase":          s("Pending, Building, Ready or Failed."),
 		"message":        s("Why the function is in its phase."),
@@ -65,7 +67,7 @@ func infoOf(fn client.Function) functionInfo {
 	return functionInfo{
 		Name: types.StringValue(fn.Name), Runtime: types.StringValue(fn.Runtime), Entrypoint: types.StringValue(fn.Entrypoint),
 		MemoryMB: types.Int64Value(int64(fn.MemoryMB)), TimeoutSec: types.Int64Value(int64(fn.TimeoutSec)),
-		EnvVars:       types.MapValueMust(types.StringType, env),
+		EnvVars: types.MapValueMust(types.StringType, env), Async: asyncObject(fn.Async),
 		ActiveVersion: types.Int64Value(int64(fn.ActiveVersion)), Phase: types.StringValue(string(fn.Phase)),
 		Message: types.StringValue(fn.Message), CreatedAt: types.StringValue(fn.CreatedAt.UTC().Format(time.RFC3339)),
 		LastBuiltAt: timeString(fn.LastBuiltAt),

@@ -47,6 +47,7 @@ type functionModel struct {
 	TimeoutSec      types.Int64  `tfsdk:"timeout_sec"`
 	MaxConcurrency  types.Int64  `tfsdk:"max_concurrency"`
 	RetrySafe       types.Bool   `tfsdk:"retry_safe"`
+	Async           types.Object `tfsdk:"async"`
 	EnvVars         types.Map    `tfsdk:"env_vars"`
 	SourceDir       types.String `tfsdk:"source_dir"`
 	CodePath        types.String `tfsdk:"code_path"`
@@ -106,6 +107,7 @@ func (r *functionResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				Description: "true declares that running the function twice with one event does no harm: a job run interrupted by a server stop or crash is run again; false (default): it fails with \"interrupted\".",
 			},
+			"async": asyncAttribute(),
 			"env_vars": schema.MapAttribute{
 				Optional: true, ElementType: types.StringType,
 				Description: "Environment variables of the function's processes.",
@@ -258,7 +260,7 @@ func functionChanges(state, plan functionModel) bool {
 	return !state.Runtime.Equal(plan.Runtime) || !state.Entrypoint.Equal(plan.Entrypoint) ||
 		!state.MemoryMB.Equal(plan.MemoryMB) || !state.TimeoutSec.Equal(plan.TimeoutSec) ||
 		!state.MaxConcurrency.Equal(plan.MaxConcurrency) || !state.RetrySafe.Equal(plan.RetrySafe) ||
-		!sameEnv(state.EnvVars, plan.EnvVars) || !state.CodeHash.Equal(plan.CodeHash)
+		!state.Async.Equal(plan.Async) || !sameEnv(state.EnvVars, plan.EnvVars) || !state.CodeHash.Equal(plan.CodeHash)
 }
 
 // sameEnv compares env_vars with null and empty equal.
@@ -285,6 +287,7 @@ func (r *functionResource) Create(ctx context.Context, req resource.CreateReques
 		Name: name, Runtime: plan.Runtime.ValueString(), Entrypoint: plan.Entrypoint.ValueString(),
 		MemoryMB: int(plan.MemoryMB.ValueInt64()), TimeoutSec: int(plan.TimeoutSec.ValueInt64()), EnvVars: env,
 		MaxConcurrency: int(plan.MaxConcurrency.ValueInt64()), RetrySafe: plan.RetrySafe.ValueBool(),
+		Async: asyncPatchOf(ctx, plan.Async, &resp.Diagnostics),
 	})
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "create function "+name, err, functionFields...)
@@ -300,7 +303,8 @@ func (r *functionResource) Create(ctx context.Context, req resource.CreateReques
 }
 
 // functionFields are the request fields of a function that are attributes.
-var functionFields = []string{"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "max_concurrency", "retry_safe"}
+var functionFields = append([]string{"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "max_concurrency", "retry_safe"},
+	asyncFields...)
 
 // code returns the zip to upload for m.
 func (r *functionResource) code(m functionModel, diags *diag.Diagnostics) (code, bool) {
@@ -396,6 +400,7 @@ func (r *functionResource) read(ctx context.Context, prior functionModel) (funct
 	m.TimeoutSec = types.Int64Value(int64(fn.TimeoutSec))
 	m.MaxConcurrency = types.Int64Value(int64(fn.MaxConcurrency))
 	m.RetrySafe = types.BoolValue(fn.RetrySafe)
+	m.Async = asyncObject(fn.Async)
 	if len(fn.EnvVars) > 0 || !prior.EnvVars.IsNull() {
 		env := make(map[string]attr.Value, len(fn.EnvVars))
 		for k, v := range fn.EnvVars {
@@ -465,6 +470,7 @@ func (r *functionResource) Update(ctx context.Context, req resource.UpdateReques
 		Runtime: client.Ptr(plan.Runtime.ValueString()), Entrypoint: client.Ptr(plan.Entrypoint.ValueString()),
 		MemoryMB: client.Ptr(int(plan.MemoryMB.ValueInt64())), TimeoutSec: client.Ptr(int(plan.TimeoutSec.ValueInt64())),
 		EnvVars: &env, MaxConcurrency: client.Ptr(int(plan.MaxConcurrency.ValueInt64())), RetrySafe: client.Ptr(plan.RetrySafe.ValueBool()),
+		Async: asyncPatchOf(ctx, plan.Async, &resp.Diagnostics), // removed from the configuration: the defaults, planned
 	})
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "update function "+name, err, functionFields...)

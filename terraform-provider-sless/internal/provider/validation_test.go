@@ -66,6 +66,20 @@ resource "sless_trigger" "t" {
 		{"code_hash with source_dir", fn(`name = "f"
   runtime = "python3.11"
   code_hash = "abc"`), `(?s)code_hash is computed from source_dir`},
+		{"async max_retries", fn(`name = "f"
+  runtime = "python3.11"
+  async = { max_retries = -1 }`), `(?s)Invalid async.max_retries.*async.max_retries must be between 0 and 10`},
+		{"async max_event_age_sec", fn(`name = "f"
+  runtime = "python3.11"
+  async = { max_event_age_sec = 59 }`), `(?s)Invalid async.max_event_age_sec.*async.max_event_age_sec must be between 60 and 21600`},
+		{"async max_concurrency", fn(`name = "f"
+  runtime = "python3.11"
+  async = { max_concurrency = 10001 }`), `(?s)Invalid async.max_concurrency.*async.max_concurrency must be between 0 and 10000`},
+		{"async written as a block", fn(`name = "f"
+  runtime = "python3.11"
+  async {
+    max_retries = 1
+  }`), `(?s)Did you mean to define argument\s+"async"\? If so, use the equals sign`},
 		{"cron syntax", trigger(`type = "cron"
   schedule = "every minute"`), `(?s)Invalid schedule`},
 		{"cron without schedule", trigger(`type = "cron"`), `(?s)A cron trigger needs a schedule`},

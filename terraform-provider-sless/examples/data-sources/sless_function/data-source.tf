@@ -5,3 +5,7 @@ data "sless_function" "hello" {
 output "hello_phase" {
   value = data.sless_function.hello.phase
 }
+
+output "hello_async_retries" {
+  value = data.sless_function.hello.async.max_retries
+}

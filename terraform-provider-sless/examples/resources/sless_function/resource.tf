@@ -9,6 +9,14 @@ resource "sless_function" "hello" {
   env_vars = {
     GREETING = "hi"
   }
+  # Asynchronous invocations (X-Sless-Invocation-Type: async): up to 5
+  # retries, given up after an hour, 4 deliveries at once. A field left out
+  # takes its default; without async (or after removing it) all are defaults.
+  async = {
+    max_retries       = 5
+    max_event_age_sec = 3600
+    max_concurrency   = 4
+  }
 }
 
 # From a zip built elsewhere.
