@@ -181,6 +181,8 @@ func TestAPIErrorsNameTheirFieldOnce(t *testing.T) {
 		{[]string{"fn", "deploy", dir, "--name", "small", "--runtime", "python3.11", "--memory", "10"}, "memory_mb: 10 is out of range"},
 		{[]string{"fn", "deploy", dir, "--name", "tick", "--runtime", "python3.11", "--cron", "61 * * * *"}, `--cron "61 * * * *": "61 * * * *": minute value`},
 		{[]string{"trigger", "create", "bad", "--function", "small", "--cron", "61 * * * *"}, `schedule: "61 * * * *": minute value`},
+		{[]string{"fn", "deploy", dir, "--name", "retry", "--runtime", "python3.11", "--async-max-retries", "11"}, "async.max_retries: 11 is out of range"},
+		{[]string{"fn", "deploy", dir, "--name", "old", "--runtime", "python3.11", "--async-max-event-age", "59"}, "async.max_event_age_sec: 59 is out of range"},
 	} {
 		_, err := sless(t, append(c.args, "--url", url, "--token", tok)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -37,6 +37,8 @@ type deployFlags struct {
 	cron                      string
 	noWait, quiet             bool
 	wait                      time.Duration
+	// The function's async configuration (client.AsyncConfig).
+	asyncRetries, asyncAge, asyncConcurrency int
 }
 
 func deployCommand(c *conn) *cobra.Command {
@@ -48,9 +50,14 @@ func deployCommand(c *conn) *cobra.Command {
 syntax), create the function or update its configuration, upload the code, and
 follow the build until the new version serves: a spinner on a terminal, plain
 lines otherwise. On a failed build the build log is printed and the exit status
-is 1. --http and --cron make the function's triggers (NAME-http, NAME-cron).`,
+is 1. --http and --cron make the function's triggers (NAME-http, NAME-cron).
+The --async flags say how queued calls (fn invoke --async) are delivered: the
+retries after a failed first attempt, how old a call may get before it is given
+up to the dead letters, and how many deliveries run at once. A flag left out
+keeps the function's value (the default, when it is created).`,
 		Example: `  sless fn deploy ./hello --runtime python3.11 --http
-  sless fn deploy ./report --name report --runtime nodejs20 --env REGION=eu --cron "*/5 * * * *"`,
+  sless fn deploy ./report --name report --runtime nodejs20 --env REGION=eu --cron "*/5 * * * *"
+  sless fn deploy ./report --async-max-retries 5 --async-max-event-age 3600 --async-max-concurrency 2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return deploy(cmd.Context(), c, args[0], f, cmd.Flags().Changed, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -65,6 +72,11 @@ is 1. --http and --cron make the function's triggers (NAME-http, NAME-cron).`,
 	fl.StringArrayVar(&f.env, "env", nil, "environment variable K=V (repeatable); replaces all of them when given")
 	fl.BoolVar(&f.http, "http", false, "serve the function at a public URL (an http trigger NAME-http)")
 	fl.StringVar(&f.cron, "cron", "", "run the function on a cron schedule in UTC (a trigger NAME-cron), e.g. \"*/5 * * * *\"")
+	fl.IntVar(&f.asyncRetries, "async-max-retries", domain.DefaultAsyncMaxRetries,
+		fmt.Sprintf("queued calls: retries after a failed first attempt (0-%d)", domain.MaxAsyncMaxRetries))
+	fl.IntVar(&f.asyncAge, "async-max-event-age", domain.DefaultAsyncMaxEventAgeSec,
+		fmt.Sprintf("queued calls: seconds after which one is given up to the dead letters (%d-%d)", domain.MinAsyncMaxEventAgeSec, domain.MaxAsyncMaxEventAgeSec))
+	fl.IntVar(&f.asyncConcurrency, "async-max-concurrency", 0, "queued calls: deliveries at once (0: no bound of their own)")
 	fl.BoolVar(&f.noWait, "no-wait", false, "return once the code is uploaded, without following the build")
 	fl.BoolVar(&f.quiet, "quiet", false, "follow the build without printing its output as it comes")
 	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long to follow the build before giving up")
@@ -124,7 +136,7 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 			return fmt.Errorf("function %q does not exist yet: say its --runtime (%s)", f.name, runtimeNames())
 		}
 		fn, err = cl.CreateFunction(ctx, client.CreateFunctionRequest{Name: f.name, Runtime: f.runtime, Entrypoint: f.entrypoint,
-			MemoryMB: f.memory, TimeoutSec: f.timeout, EnvVars: env})
+			MemoryMB: f.memory, TimeoutSec: f.timeout, EnvVars: env, Async: asyncPatch(f, changed)})
 		if err != nil {
 			return explain(err, url, "", "")
 		}
@@ -148,6 +160,7 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 		if changed("env") {
 			req.EnvVars = &env
 		}
+		req.Async = asyncPatch(f, changed)
 		if req != (client.UpdateFunctionRequest{}) {
 			if fn, err = cl.UpdateFunction(ctx, f.name, req); err != nil {
 				return explain(err, url, "", "")
@@ -202,6 +215,25 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 	return nil
 }
 
+// asyncPatch is the async configuration the flags (or the project file)
+// set; nil when they set none.
+func asyncPatch(f deployFlags, changed func(string) bool) *client.AsyncPatch {
+	var p client.AsyncPatch
+	if changed("async-max-retries") {
+		p.MaxRetries = &f.asyncRetries
+	}
+	if changed("async-max-event-age") {
+		p.MaxEventAgeSec = &f.asyncAge
+	}
+	if changed("async-max-concurrency") {
+		p.MaxConcurrency = &f.asyncConcurrency
+	}
+	if p == (client.AsyncPatch{}) {
+		return nil
+	}
+	return &p
+}
+
 // parseEnv reads K=V pairs.
 func parseEnv(kvs []string) (map[string]string, error) {
 	env := map[string]string{}
@@ -251,8 +283,9 @@ func zipFunction(dir string) ([]byte, error) {
 	return zip, nil
 }
 
-// ensureTriggers makes the triggers --http and --cron ask for and returns
-// the function's http URL, if it has one.
+// ensureTriggers makes the triggers --http and --cron ask for (flags that
+// name their types on purpose, as trigger create's shorthands do) and
+// returns the function's http URL, if it has one.
 func ensureTriggers(ctx context.Context, cl *client.Client, f deployFlags) (string, error) {
 	url := ""
 	if f.http {
@@ -289,7 +322,7 @@ func ensureTriggers(ctx context.Context, cl *client.Client, f deployFlags) (stri
 			return "", err
 		}
 		for _, t := range trs {
-			if t.Type == domain.TriggerHTTP && t.Enabled {
+			if info, _ := t.Type.Info(); info.Workload && t.Enabled { // served at the function's URL
 				url = t.URL
 			}
 		}

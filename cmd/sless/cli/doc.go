@@ -8,6 +8,13 @@
 // ~/.config/sless/config.yaml, mode 0600), else http://localhost:8080 and no
 // token. The namespace is the token's (client.NamespaceOf): nobody types it.
 //
+// A call can also be queued (fn invoke --async): the command prints the
+// invocation's id at once, `fn invocation NAME ID` shows its state, attempts
+// and answer (--wait until it is finished), and `fn dlq ls|retry|rm` handles
+// the dead letters, the calls given up. How queued calls are delivered
+// (retries, age, concurrency) is the function's async configuration, set by
+// the --async-* flags of fn deploy or the async block of sless.yaml.
+//
 // Errors say what to do next: a rejected token how to get one, a refused
 // connection the URL tried and how to start `sless dev`, a missing function
 // the command that lists them.

@@ -26,6 +26,7 @@ func fnCommand() *cobra.Command {
 		Example: `  sless fn init hello --runtime python3.11
   sless fn deploy hello
   sless fn invoke hello --data '{"name": "sless"}'
+  sless fn invoke hello --data '{"name": "later"}' --async
   sless fn logs hello --follow`,
 	}
 	c.bind(cmd)
@@ -33,6 +34,8 @@ func fnCommand() *cobra.Command {
 		initCommand(),
 		deployCommand(c),
 		invokeCommand(c),
+		invocationCommand(c),
+		dlqCommand(c),
 		logsCommand(c),
 		versionsCommand(c),
 		rollbackCommand(c),
@@ -115,6 +118,9 @@ func writeFunction(w io.Writer, fn *client.Function) error {
 		{"timeout", fmt.Sprintf("%d s", fn.TimeoutSec)},
 		{"max concurrency", fmt.Sprint(fn.MaxConcurrency)},
 		{"retry safe", fmt.Sprint(fn.RetrySafe)},
+		{"async max retries", fmt.Sprint(fn.Async.MaxRetries)},
+		{"async max event age", fmt.Sprintf("%d s", fn.Async.MaxEventAgeSec)},
+		{"async max concurrency", asyncConcurrency(fn.Async.MaxConcurrency)},
 		{"env", strings.Join(sorted(env), " ")},
 		{"created", fn.CreatedAt.UTC().Format(time.RFC3339)},
 		{"last built", built},
@@ -126,6 +132,14 @@ func writeFunction(w io.Writer, fn *client.Function) error {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
 	}
 	return tw.Flush()
+}
+
+// asyncConcurrency is a function's async max_concurrency for people.
+func asyncConcurrency(n int) string {
+	if n == 0 {
+		return "0 (no bound of its own)"
+	}
+	return fmt.Sprint(n)
 }
 
 // lastBuildFailure says which newer version failed to build and why, while

@@ -94,6 +94,9 @@ env:
 triggers:
   http: true     # a public URL
   # cron: "*/5 * * * *"   # a schedule in UTC
+# async:         # calls queued with sless fn invoke --async
+#   max_retries: 2          # retries after a failed first attempt
+#   max_event_age: 21600    # seconds before one is given up to the dead letters
 `, dir, name, rt, domain.DefaultEntrypoint(rt), domain.DefaultMemoryMB, domain.DefaultTimeoutSec)
 			ignore := "# Files not uploaded by sless fn deploy (gitignore syntax).\n.git/\nnode_modules/\n__pycache__/\n*.pyc\n.env\n"
 			for file, text := range map[string]string{sc.file: sc.code, ProjectFile: project, IgnoreFile: ignore} {

@@ -19,19 +19,29 @@ func invokeCommand(c *conn) *cobra.Command {
 	var data, method, path string
 	var headers []string
 	var verbose, viaHTTP bool
+	var async asyncFlags
 	cmd := &cobra.Command{
 		Use:   "invoke NAME",
-		Short: "Call a function with an event and print its answer's body",
+		Short: "Call a function with an event and print its answer's body, or queue the call (--async)",
 		Long: `Call any function of yours with an event (--data, as JSON) through the API,
 as your token allows, and print the body of its answer: no trigger is needed, a
 stopped function is started. --via-http calls it through its public /fn URL
 instead, as any HTTP client would (it needs an enabled http trigger), with the
 method, path and headers you give. -v also prints the status, the duration, the
 version that answered and whether it was a cold start. The exit status is 1 when
-the answer's status is 400 or more.`,
+the answer's status is 400 or more.
+
+--async queues the call instead and prints the invocation's id at once: the
+platform delivers it, retrying a 429, a 5xx or no answer as the function's async
+configuration says (fn deploy --async-max-retries ...), and keeps what failed
+as a dead letter (sless fn dlq). sless fn invocation NAME ID shows its outcome.
+With --idempotency-key the same key queues once (for 24 hours): a repeat prints
+the invocation accepted before and its state. --callback-url has the final
+answer POSTed there (the operator's allow-list decides which URLs may be used).`,
 		Example: `  sless fn invoke hello --data '{"name": "sless"}'
   sless fn invoke report --data @event.json -v
-  echo '{}' | sless fn invoke hello --data - --via-http --path /items -H 'X-Trace: 1'`,
+  echo '{}' | sless fn invoke hello --data - --via-http --path /items -H 'X-Trace: 1'
+  sless fn invoke report --data @event.json --async --idempotency-key order-1234`,
 		Args: cobra.ExactArgs(1),
 		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			body, err := readData(data, cmd.InOrStdin())
@@ -40,6 +50,12 @@ the answer's status is 400 or more.`,
 			}
 			if !viaHTTP && (method != "" || path != "" || len(headers) > 0) {
 				return fmt.Errorf("--method, --path and --header call the public URL: add --via-http (the function then needs an enabled http trigger)")
+			}
+			if err := async.check(viaHTTP); err != nil {
+				return err
+			}
+			if async.on {
+				return c.invokeAsync(cmd, cl, url, args[0], body, async, verbose)
 			}
 			start := time.Now()
 			var status int
@@ -69,6 +85,7 @@ the answer's status is 400 or more.`,
 	fl.StringVar(&path, "path", "", "with --via-http: path below the function's URL, e.g. /items?limit=2")
 	fl.StringArrayVarP(&headers, "header", "H", nil, "with --via-http: request header 'Name: value' (repeatable)")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print the status, duration, version and cold start too")
+	async.bind(cmd)
 	return cmd
 }
 

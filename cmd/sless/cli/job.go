@@ -47,7 +47,7 @@ func jobCommand() *cobra.Command {
 	}
 	run.Flags().StringVar(&name, "name", "", "the job's name (required)")
 	run.Flags().StringVar(&event, "event", "", "the event, as JSON (default {})")
-	runWait.bind(run)
+	runWait.bind(run, "wait for the run and print its result")
 
 	rerun := &cobra.Command{
 		Use: "rerun NAME", Short: "Run a job again (raises its run_id)", Args: cobra.ExactArgs(1),
@@ -63,7 +63,7 @@ func jobCommand() *cobra.Command {
 			return c.finish(cmd, cl, url, j, rerunWait)
 		}),
 	}
-	rerunWait.bind(rerun)
+	rerunWait.bind(rerun, "wait for the run and print its result")
 
 	var of string
 	ls := &cobra.Command{
@@ -110,14 +110,15 @@ func jobCommand() *cobra.Command {
 	return cmd
 }
 
-// waitFlags are --wait and --wait-timeout of the commands that run a job.
+// waitFlags are --wait and --wait-timeout of the commands that run a job
+// or show an asynchronous invocation.
 type waitFlags struct {
 	wait    bool
 	timeout time.Duration
 }
 
-func (w *waitFlags) bind(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&w.wait, "wait", false, "wait for the run and print its result")
+func (w *waitFlags) bind(cmd *cobra.Command, usage string) {
+	cmd.Flags().BoolVar(&w.wait, "wait", false, usage)
 	cmd.Flags().DurationVar(&w.timeout, "wait-timeout", 10*time.Minute, "how long --wait waits")
 }
 

@@ -38,9 +38,6 @@ func sorted(s []string) []string {
 	return s
 }
 
-// colour paints a phase for a terminal: green Ready and Succeeded, red
-// Failed, yellow the rest; plain text when w is not a terminal or NO_COLOR
-// is set (https://no-color.org).
 // dim writes s faint on a terminal (build output under the spinner),
 // plain elsewhere or with NO_COLOR.
 func dim(w io.Writer, s string) string {
@@ -50,15 +47,19 @@ func dim(w io.Writer, s string) string {
 	return "\x1b[2m" + s + "\x1b[0m"
 }
 
+// colour paints a phase or state for a terminal: green Ready and
+// Succeeded, red Failed, yellow the rest (and so an asynchronous
+// invocation's: green succeeded, red failed and dead_lettered); plain text
+// when w is not a terminal or NO_COLOR is set (https://no-color.org).
 func colour(w io.Writer, phase string) string {
 	if os.Getenv("NO_COLOR") != "" || !isTerminal(w) {
 		return phase
 	}
 	code := "33"
 	switch phase {
-	case "Ready", "Succeeded":
+	case "Ready", "Succeeded", "succeeded":
 		code = "32"
-	case "Failed":
+	case "Failed", "failed", "dead_lettered":
 		code = "31"
 	}
 	return "\x1b[" + code + "m" + phase + "\x1b[0m"

@@ -29,6 +29,10 @@ import (
 //	triggers:
 //	  http: true               # a public URL (trigger NAME-http)
 //	  cron: "*/5 * * * *"      # a schedule in UTC (trigger NAME-cron)
+//	async:                     # calls queued with fn invoke --async
+//	  max_retries: 2           # retries after a failed first attempt, 0-10
+//	  max_event_age: 21600     # seconds before one is given up, 60-21600
+//	  max_concurrency: 0       # deliveries at once (0: no bound of their own)
 //
 // It is checked with the API's rules; an error names the file, the line and
 // the field.
@@ -46,6 +50,11 @@ type project struct {
 		HTTP bool   `yaml:"http"`
 		Cron string `yaml:"cron"`
 	} `yaml:"triggers"`
+	Async struct {
+		MaxRetries     int `yaml:"max_retries"`
+		MaxEventAge    int `yaml:"max_event_age"`
+		MaxConcurrency int `yaml:"max_concurrency"`
+	} `yaml:"async"`
 	// set holds the fields the file sets, with their lines.
 	set map[string]int
 }
@@ -141,7 +150,8 @@ func kindWords(goType string) string {
 }
 
 // projectKeys are the keys a ProjectFile may have, at any level.
-var projectKeys = []string{"name", "runtime", "entrypoint", "memory", "timeout", "env", "triggers", "http", "cron"}
+var projectKeys = []string{"name", "runtime", "entrypoint", "memory", "timeout", "env", "triggers", "http", "cron",
+	"async", "max_retries", "max_event_age", "max_concurrency"}
 
 // walk records the line of every key of a mapping, by dotted path.
 func walk(n *yaml.Node, prefix string, lines map[string]int) {
@@ -190,6 +200,20 @@ func (p *project) validate(path string) error {
 			return fail("triggers.cron", err)
 		}
 	}
+	for _, r := range []struct {
+		field    string
+		v        int
+		min, max int
+		unit     string
+	}{
+		{"async.max_retries", p.Async.MaxRetries, 0, domain.MaxAsyncMaxRetries, "retries"},
+		{"async.max_event_age", p.Async.MaxEventAge, domain.MinAsyncMaxEventAgeSec, domain.MaxAsyncMaxEventAgeSec, "seconds"},
+		{"async.max_concurrency", p.Async.MaxConcurrency, 0, domain.MaxConcurrency, "deliveries at once; 0: no bound of their own"},
+	} {
+		if _, ok := p.set[r.field]; ok && (r.v < r.min || r.v > r.max) {
+			return fail(r.field, fmt.Errorf("must be between %d and %d (%s), not %d", r.min, r.max, r.unit, r.v))
+		}
+	}
 	return nil
 }
 
@@ -219,6 +243,19 @@ func (p *project) apply(f *deployFlags, changed func(string) bool, env *map[stri
 	if _, ok := p.set["env"]; ok && !changed("env") {
 		*env = p.Env
 	}
+	for _, a := range []struct {
+		flag string
+		dst  *int
+		v    int
+	}{
+		{"async-max-retries", &f.asyncRetries, p.Async.MaxRetries},
+		{"async-max-event-age", &f.asyncAge, p.Async.MaxEventAge},
+		{"async-max-concurrency", &f.asyncConcurrency, p.Async.MaxConcurrency},
+	} {
+		if p.sets(a.flag) && !changed(a.flag) {
+			*a.dst = a.v
+		}
+	}
 }
 
 // sets reports whether p sets the field a flag stands for.
@@ -226,10 +263,14 @@ func (p *project) sets(flag string) bool {
 	if p == nil {
 		return false
 	}
-	field := map[string]string{"http": "triggers.http", "cron": "triggers.cron"}[flag]
+	field := flagFields[flag]
 	if field == "" {
 		field = flag
 	}
 	_, ok := p.set[field]
 	return ok
 }
+
+// flagFields are the fields of a ProjectFile whose deploy flag has another name.
+var flagFields = map[string]string{"http": "triggers.http", "cron": "triggers.cron", "async-max-retries": "async.max_retries",
+	"async-max-event-age": "async.max_event_age", "async-max-concurrency": "async.max_concurrency"}

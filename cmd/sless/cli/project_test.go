@@ -24,6 +24,12 @@ func TestProjectFileErrorsNameFileLineField(t *testing.T) {
 		{"name: hello\nmemory: lots\n", `sless.yaml:2: memory: "lots" is not a whole number`},
 		{"name: hello\nenv: [1, 2]\n", "sless.yaml:2: env: a list is not a mapping of names to values"},
 		{"name: hello\n  bad: [\n", "sless.yaml:2: mapping values are not allowed"},
+		{"runtime: python3.11\nasync:\n  max_retries: 11\n", "sless.yaml:3: async.max_retries: must be between 0 and 10 (retries), not 11"},
+		{"async:\n  max_event_age: 30\n", "sless.yaml:2: async.max_event_age: must be between 60 and 21600 (seconds), not 30"},
+		{"async:\n  max_concurrency: -1\n", "sless.yaml:2: async.max_concurrency: must be between 0 and 10000"},
+		{"async:\n  max_retires: 1\n", `sless.yaml:2: unknown field "max_retires" (did you mean "max_retries"?)`},
+		{"async:\n  max_event_age: 1h\n", `sless.yaml:2: async.max_event_age: "1h" is not a whole number`},
+		{"async: 3\n", "sless.yaml:1: async: "},
 	} {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "handler.py"), []byte("def handle(e):\n    return 1\n"), 0o644); err != nil {
