@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
@@ -51,7 +52,7 @@ func (c *Commands) EnqueueAsync(ctx context.Context, in AsyncEnqueue) (store.Asy
 	now := c.now()
 	inv := store.AsyncInvocation{ID: store.NewInvocationID(now), Namespace: in.Namespace, Function: in.Function,
 		IdempotencyKey: in.IdempotencyKey, Request: in.Request, EnqueuedAt: now}
-	return c.cfg.Store.EnqueueAsync(ctx, inv, requestHash(in.Request), deliver(in.Namespace, in.Function, inv.ID))
+	return c.cfg.Store.EnqueueAsync(ctx, inv, requestHash(in.Request), deliver(in.Namespace, in.Function, inv.ID, now))
 }
 
 // requestHash identifies a request for its Idempotency-Key: method, path,
@@ -65,24 +66,32 @@ func requestHash(r store.AsyncRequest) []byte {
 	return h.Sum(nil)
 }
 
-func deliver(ns, function string, id uuid.UUID) river.InsertManyParams {
-	return outbox.Job(outbox.DeliverArgs{Namespace: ns, Function: function, ID: id.String()})
+func deliver(ns, function string, id uuid.UUID, ageFrom time.Time) river.InsertManyParams {
+	return outbox.Job(outbox.DeliverArgs{Namespace: ns, Function: function, ID: id.String(), AgeFrom: ageFrom})
 }
 
 // DeadLetterTx records in tx that asynchronous invocation inv is a dead
-// letter after its last attempt: the row's final state with the last
-// answer, and AsyncDeadLettered on the function's stream (the audit log).
-// The function being deleted meanwhile is not an error: its rows are gone.
+// letter after its last attempt (nil: it was given up unattempted, for its
+// age): the row's final state with the last answer, and AsyncDeadLettered
+// on the function's stream (the audit log). The function being deleted
+// meanwhile is not an error: its rows are gone.
 //
 // Errors: EUNAVAILABLE, EINTERNAL.
-func (c *Commands) DeadLetterTx(ctx context.Context, tx *store.Tx, inv store.AsyncInvocation, last store.AsyncAttempt, resp *store.AsyncResponse, reason string) error {
+func (c *Commands) DeadLetterTx(ctx context.Context, tx *store.Tx, inv store.AsyncInvocation, last *store.AsyncAttempt, resp *store.AsyncResponse, reason string) error {
 	now := c.now()
 	if err := c.cfg.Store.FinishAsyncTx(ctx, tx.Tx, inv.ID, last, domain.AsyncDead, resp, reason, now); err != nil {
 		return err
 	}
 	f := domain.NewFunction(inv.Namespace, inv.Function)
 	_, err := change(ctx, tx, domain.FunctionStream(inv.Namespace, inv.Function), f, func() ([]domain.Event, error) {
-		return f.DeadLetter(inv.ID.String(), inv.AttemptCount, last.Status, reason, now)
+		status := 0 // the last attempt's, else the last answer kept
+		switch {
+		case last != nil:
+			status = last.Status
+		case resp != nil:
+			status = resp.Status
+		}
+		return f.DeadLetter(inv.ID.String(), inv.AttemptCount, status, reason, now)
 	}, nil)
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		return nil
@@ -101,7 +110,7 @@ func (c *Commands) RetryDeadLetter(ctx context.Context, meta store.Metadata, in 
 		if err := changeFunction(ctx, tx, f, func() ([]domain.Event, error) { return f.RetryDeadLetter(id.String(), now) }); err != nil {
 			return err
 		}
-		return c.cfg.Store.RequeueDeadLetterTx(ctx, tx.Tx, in.Namespace, in.Name, id, deliver(in.Namespace, in.Name, id), now)
+		return c.cfg.Store.RequeueDeadLetterTx(ctx, tx.Tx, in.Namespace, in.Name, id, deliver(in.Namespace, in.Name, id, now), now)
 	})
 	return err
 }

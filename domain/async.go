@@ -43,6 +43,13 @@ func (c FunctionConfig) AsyncPolicy() AsyncConfig {
 	return *c.Async
 }
 
+// runsLike says whether c and o run a function alike: equal but for their
+// async configuration, which belongs to the function and not to a version.
+func (c FunctionConfig) runsLike(o FunctionConfig) bool {
+	c.Async = o.Async
+	return c.Equal(o)
+}
+
 // validate returns EINVALID naming the first field out of range.
 func (a AsyncConfig) validate() error {
 	if a.MaxRetries < 0 || a.MaxRetries > MaxAsyncMaxRetries {

@@ -3,6 +3,7 @@ package domain
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAsyncConfig(t *testing.T) {
@@ -86,4 +87,40 @@ func TestCallbackAllow(t *testing.T) {
 	if err := off.Check("https://hooks.example.com/"); err == nil || !strings.Contains(ErrorMessage(err), "off") {
 		t.Errorf("empty allow-list: %v, want callbacks off", err)
 	}
+}
+
+// An async-only change makes no version, and a rollback keeps the async
+// configuration (it is the function's, not a version's).
+func TestAsyncConfigIsTheFunctions(t *testing.T) {
+	now := time.Now()
+	f := NewFunction("sless-0123456789abcdef", "f")
+	apply := func(evs []Event, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			f.Apply(e)
+		}
+	}
+	apply(f.Create(FunctionSpec{Runtime: "python3.11"}, now))
+	apply(mustUpload(f, "d1", now))
+	apply(f.SucceedBuild(1, "img:1", "", now))
+	apply(f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 256}, now))
+	apply(f.SucceedBuild(2, "img:2", "", now))
+	a := AsyncConfig{MaxRetries: 5, MaxEventAgeSec: 600}
+	evs, err := f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 256, Async: &a}, now)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("an async-only change: %v %v; want one FunctionConfigUpdated and no version", evs, err)
+	}
+	apply(evs, nil)
+	apply(f.Rollback(1, now))
+	if f.Config.MemoryMB != DefaultMemoryMB || f.Config.AsyncPolicy() != a {
+		t.Fatalf("after the rollback: memory %d, async %+v; want version 1's memory and the function's async %+v", f.Config.MemoryMB, f.Config.AsyncPolicy(), a)
+	}
+}
+
+func mustUpload(f *Function, digest string, now time.Time) ([]Event, error) {
+	evs, _, err := f.Upload(Code{Digest: digest, ZipKey: "z/" + digest, ContextKey: "c/" + digest}, now)
+	return evs, err
 }

@@ -275,8 +275,12 @@ func (f *Function) Apply(ev Event) {
 		// GET shows and a PUT merges over is what runs. A build activates
 		// the newest version, whose configuration is already the function's
 		// unless a runtime change (which waits for code) came after it.
+		// The async configuration is the function's, not a version's: it
+		// stays as it is.
 		if v := f.version(e.Version); v != nil && e.Reason != ActivationBuild {
+			async := f.Config.Async
 			f.Config = v.Config
+			f.Config.Async = async
 		}
 	case RolloutCompleted:
 		if e.Version == f.ActiveVersion {
@@ -350,6 +354,12 @@ func (f *Function) UpdateConfig(spec FunctionSpec, now time.Time) ([]Event, erro
 		return nil, nil
 	}
 	evs := []Event{FunctionConfigUpdated{Config: cfg, At: now}}
+	if cfg.runsLike(f.Config) {
+		// Only how asynchronous invocations are delivered changed: the
+		// async worker reads it from the function, nothing runs
+		// differently, so no version is made.
+		return evs, nil
+	}
 	if cur, ok := f.currentCode(); ok && cur.Config.Runtime == cfg.Runtime {
 		evs = append(evs, f.newVersion(cur.Digest, cur.ZipKey, cur.ContextKey, cfg, now)...)
 	}

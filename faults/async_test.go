@@ -45,9 +45,10 @@ def handle(event):
         _most = max(_most, _running)
     try:
         time.sleep(event.get("sleep", 0))
+        headers = event.get("_headers", {})
         if event.get("mode") == "fail" or n <= event.get("fail", 0):
-            return {"statusCode": 500, "body": {"failed": n}}
-        return {"ok": key, "n": n}
+            return {"statusCode": 500, "body": {"failed": n, "async_id": headers.get("x-sless-async-id")}}
+        return {"ok": key, "n": n, "async_id": headers.get("x-sless-async-id"), "attempt": headers.get("x-sless-attempt")}
     finally:
         with _lock:
             _running -= 1
@@ -156,6 +157,13 @@ func asyncRetries(t *testing.T, w *world, tn *tenant, c *client.Client) {
 	id := enqueue(t, c, "flaky", `{"key": "twice", "fail": 2}`, client.AsyncOptions{})
 	inv := finished(t, c, "flaky", id, 60*time.Second)
 	log := w.logRows(t, id, 3)
+	var saw struct {
+		AsyncID string `json:"async_id"`
+		Attempt string `json:"attempt"`
+	}
+	if inv.Response != nil {
+		_ = json.Unmarshal([]byte(inv.Response.Body), &saw)
+	}
 	// Backoff: retry n waits 2^(n-1) s times a jitter in [0.5, 1.5).
 	var gaps []time.Duration
 	ok := len(inv.Attempts) == 3
@@ -165,9 +173,10 @@ func asyncRetries(t *testing.T, w *world, tn *tenant, c *client.Client) {
 		base := time.Second << (i - 1)
 		ok = ok && gap >= base/2-50*time.Millisecond && gap < base*3/2+2*time.Second
 	}
-	promise(t, scenario, "fails twice, then succeeds: 3 attempts, each in the invocation log, backoff within bounds",
-		ok && inv.State == "succeeded" && statuses(inv) == "500 500 200" && log == "1:500 2:500 3:200",
-		"state %s, attempts [%s], log rows [%s], gaps %v (bounds [0.5, 1.5) s and [1, 3) s, +2 s of polling)", inv.State, statuses(inv), log, gaps)
+	promise(t, scenario, "fails twice, then succeeds: 3 attempts, each in the invocation log, backoff within bounds; the function sees the id and attempt",
+		ok && inv.State == "succeeded" && statuses(inv) == "500 500 200" && log == "1:500 2:500 3:200" && saw.AsyncID == id && saw.Attempt == "3",
+		"state %s, attempts [%s], log rows [%s], gaps %v (bounds [0.5, 1.5) s and [1, 3) s, +2 s of polling); the function saw %+v",
+		inv.State, statuses(inv), log, gaps, saw)
 }
 
 func asyncDeadLetters(t *testing.T, p *plane, tn *tenant, c *client.Client) {
@@ -363,11 +372,11 @@ func asyncKill9(t *testing.T, w *world, p *plane, tn *tenant, c *client.Client) 
 	for i := range 20 {
 		ids = append(ids, enqueue(t, c, "flaky", fmt.Sprintf(`{"key": "k9-%d", "sleep": 1}`, i), client.AsyncOptions{}))
 	}
-	// Kill once some deliveries are running.
+	// Kill once several deliveries are running.
 	var running int
 	testutil.WaitFor(t, 30*time.Second, func() bool {
 		_ = w.db.QueryRow(context.Background(), `SELECT count(*) FROM async_invocations WHERE state = 'running'`).Scan(&running)
-		return running > 0
+		return running >= 5
 	})
 	p.kill9()
 	p.start()

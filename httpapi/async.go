@@ -57,6 +57,9 @@ func (s *Server) enqueueInvoke(c echo.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	q := c.Request().URL.Query()
+	q.Del("async") // the API's, not the function's
+	req.Query = q.Encode()
 	inv, created, err := s.cmd.EnqueueAsync(c.Request().Context(), command.AsyncEnqueue{Namespace: c.Param("ns"), Function: name,
 		Request: req, IdempotencyKey: key})
 	if err != nil {

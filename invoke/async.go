@@ -24,6 +24,12 @@ const (
 	// AsyncPrefix is the path alias of /fn/ that always queues (as
 	// OpenFaaS's /async-function/).
 	AsyncPrefix = "/async-fn/"
+	// AsyncIDHeader and AttemptHeader tell the function, on each delivery
+	// of an asynchronous invocation, its id (the same at every attempt:
+	// the key to make its effects happen once) and the attempt (1, 2, ...).
+	// The proxy writes them; a caller's own are never passed on.
+	AsyncIDHeader = "X-Sless-Async-Id"
+	AttemptHeader = "X-Sless-Attempt"
 )
 
 // IsAsync reads TypeHeader: true for "async", false for none or "sync"

@@ -76,7 +76,8 @@ const (
 	ServerError                // 5xx: the function failed, or the proxy could not reach it
 	NoAnswer                   // a timeout or a connection error
 	ClientError                // another 4xx: the request is at fault
-	Interrupted                // the platform stopped (shutdown) before an answer
+	Interrupted                // the platform stopped (a shutdown, a crash) before an answer
+	Cancelled                  // its owner cancelled it (a deleted job's run)
 )
 
 // Classify returns the outcome of an HTTP status (0: no answer).
@@ -97,15 +98,17 @@ func Classify(status int) Outcome {
 // retries is the retry policy of every kind of invocation: which outcomes
 // are tried again. A synchronous call (/fn, the API's invoke) is never
 // retried by the platform: its caller has the answer. A job run or a cron
-// slot interrupted by a shutdown runs again only when the function is
-// retry_safe (RetryAgain); an async delivery retries what another attempt
-// may fix.
+// slot whose attempt got no answer (River's timeout) runs again; one
+// interrupted by a shutdown or a crash only when the function is
+// retry_safe (RetryAgain); the run's own failure (an exit code, its
+// timeout) is its outcome. An async delivery retries what another attempt
+// may fix. Nothing cancelled runs again.
 var retries = map[store.TriggerKind]map[Outcome]bool{
 	store.InvocationHTTP:  {},
 	store.InvocationAPI:   {},
 	store.InvocationAsync: {Throttled: true, ServerError: true, NoAnswer: true, Interrupted: true},
-	store.InvocationJob:   {Interrupted: true},
-	store.InvocationCron:  {Interrupted: true},
+	store.InvocationJob:   {Interrupted: true, NoAnswer: true},
+	store.InvocationCron:  {Interrupted: true, NoAnswer: true},
 }
 
 // RetryAgain says whether an invocation of kind that ended in outcome is
@@ -115,7 +118,7 @@ func RetryAgain(kind store.TriggerKind, outcome Outcome, retrySafe bool) bool {
 	if !retries[kind][outcome] {
 		return false
 	}
-	if kind == store.InvocationJob || kind == store.InvocationCron {
+	if (kind == store.InvocationJob || kind == store.InvocationCron) && outcome == Interrupted {
 		return retrySafe
 	}
 	return true

@@ -30,6 +30,7 @@ func TestRetryPolicy(t *testing.T) {
 		{store.InvocationJob, 0, true, true, true},
 		{store.InvocationJob, 500, true, false, false},
 		{store.InvocationCron, 0, true, true, true},
+		{store.InvocationJob, 0, false, false, true}, // River's timeout: no answer, runs again
 	} {
 		o := Classify(tc.status)
 		if tc.interrupt {
@@ -37,6 +38,14 @@ func TestRetryPolicy(t *testing.T) {
 		}
 		if got := RetryAgain(tc.kind, o, tc.retrySafe); got != tc.want {
 			t.Errorf("%s %d (retry_safe %v, interrupted %v): %v, want %v", tc.kind, tc.status, tc.retrySafe, tc.interrupt, got, tc.want)
+		}
+	}
+}
+
+func TestCancelledNeverRunsAgain(t *testing.T) {
+	for _, kind := range []store.TriggerKind{store.InvocationJob, store.InvocationCron, store.InvocationAsync, store.InvocationHTTP} {
+		if RetryAgain(kind, Cancelled, true) {
+			t.Errorf("a cancelled %s runs again", kind)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -123,6 +124,10 @@ type DeliverArgs struct {
 	Namespace string `json:"namespace"`
 	Function  string `json:"function"`
 	ID        string `json:"id"`
+	// AgeFrom is when the invocation's age counts from (its enqueue, or its
+	// retry from the dead letters): one past its age is given up without
+	// waiting for a delivery slot.
+	AgeFrom time.Time `json:"age_from"`
 }
 
 // Kind implements river.JobArgs.

@@ -53,6 +53,9 @@ type AsyncInvocation struct {
 	State          domain.AsyncState
 	Attempts       []AsyncAttempt
 	AttemptCount   int
+	// AttemptBase is AttemptCount when it was last retried from the dead
+	// letters: its retries count from there.
+	AttemptBase int
 	Response       AsyncResponse
 	Error          string
 	CallbackState  string // "", "delivered", "failed: ..."
@@ -65,7 +68,7 @@ type AsyncInvocation struct {
 }
 
 const asyncColumns = `id, namespace, function, coalesce(idempotency_key, ''), method, path, query, headers, body,
-	callback_url, state, attempts, attempt_count, response_status, response_headers, response_body, error, callback_state,
+	callback_url, state, attempts, attempt_count, attempt_base, response_status, response_headers, response_body, error, callback_state,
 	enqueued_at, coalesce(requeued_at, enqueued_at), updated_at, finished_at`
 
 func scanAsync(row pgx.CollectableRow) (AsyncInvocation, error) {
@@ -74,7 +77,7 @@ func scanAsync(row pgx.CollectableRow) (AsyncInvocation, error) {
 	var headers, attempts, respHeaders []byte
 	var finished pgtype.Timestamptz
 	err := row.Scan(&id, &a.Namespace, &a.Function, &a.IdempotencyKey, &a.Request.Method, &a.Request.Path,
-		&a.Request.Query, &headers, &a.Request.Body, &a.Request.CallbackURL, &a.State, &attempts, &a.AttemptCount,
+		&a.Request.Query, &headers, &a.Request.Body, &a.Request.CallbackURL, &a.State, &attempts, &a.AttemptCount, &a.AttemptBase,
 		&a.Response.Status, &respHeaders, &a.Response.Body, &a.Error, &a.CallbackState, &a.EnqueuedAt, &a.AgeFrom, &a.UpdatedAt, &finished)
 	if err != nil {
 		return a, err
@@ -252,13 +255,17 @@ func (s *Store) ClaimAsync(ctx context.Context, id uuid.UUID, maxConcurrency int
 	return out, res, dbError("claim async invocation", err)
 }
 
-// FinishAsyncTx records attempt of invocation id in tx and moves it to
-// state: queued again (a retry follows), or a final state with the
-// function's last answer (resp; nil keeps none) and errMsg.
+// FinishAsyncTx records attempt of invocation id in tx (nil: none was
+// made) and moves it to state: queued again (a retry follows), or a final
+// state with the function's last answer (resp; nil keeps none) and errMsg.
 //
 // Errors: EUNAVAILABLE, EINTERNAL.
-func (s *Store) FinishAsyncTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, attempt AsyncAttempt, state domain.AsyncState, resp *AsyncResponse, errMsg string, now time.Time) error {
-	att, err := json.Marshal([]AsyncAttempt{attempt})
+func (s *Store) FinishAsyncTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, attempt *AsyncAttempt, state domain.AsyncState, resp *AsyncResponse, errMsg string, now time.Time) error {
+	attempts := []AsyncAttempt{}
+	if attempt != nil {
+		attempts = append(attempts, *attempt)
+	}
+	att, err := json.Marshal(attempts)
 	if err != nil {
 		return domain.Errorf(domain.EINTERNAL, "encode attempt: %v", err)
 	}
@@ -346,7 +353,8 @@ func (s *Store) ListAsync(ctx context.Context, q AsyncQuery) (AsyncPage, error) 
 //
 // Errors: ENOTFOUND (no such dead letter), EUNAVAILABLE, EINTERNAL.
 func (s *Store) RequeueDeadLetterTx(ctx context.Context, tx pgx.Tx, ns, function string, id uuid.UUID, job river.InsertManyParams, now time.Time) error {
-	tag, err := tx.Exec(ctx, `UPDATE async_invocations SET state = 'queued', finished_at = NULL, updated_at = $4, requeued_at = $4, callback_state = ''
+	tag, err := tx.Exec(ctx, `UPDATE async_invocations SET state = 'queued', finished_at = NULL, updated_at = $4, requeued_at = $4, callback_state = '',
+			attempt_base = attempt_count
 		WHERE id = $1 AND namespace = $2 AND function = $3 AND state = 'dead_lettered'`, id, ns, function, now)
 	if err != nil {
 		return dbError("retry dead letter", err)

@@ -77,14 +77,14 @@ func TestClaimAsync(t *testing.T) {
 		t.Fatalf("a claim past the max age: %v %v, want Expired", res, err)
 	}
 	if _, err := s.Execute(ctx, store.Metadata{Actor: "test"}, func(tx *store.Tx) error {
-		return s.FinishAsyncTx(ctx, tx.Tx, ids[0].ID, store.AsyncAttempt{Attempt: 1, Status: 200}, domain.AsyncSucceeded,
+		return s.FinishAsyncTx(ctx, tx.Tx, ids[0].ID, &store.AsyncAttempt{Attempt: 1, Status: 200}, domain.AsyncSucceeded,
 			&store.AsyncResponse{Status: 200, Body: []byte("ok")}, "", now)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	// An answer without a body (a 204, a 500 with none) is kept as empty.
 	if _, err := s.Execute(ctx, store.Metadata{Actor: "test"}, func(tx *store.Tx) error {
-		return s.FinishAsyncTx(ctx, tx.Tx, ids[1].ID, store.AsyncAttempt{Attempt: 1, Status: 500}, domain.AsyncFailed,
+		return s.FinishAsyncTx(ctx, tx.Tx, ids[1].ID, &store.AsyncAttempt{Attempt: 1, Status: 500}, domain.AsyncFailed,
 			&store.AsyncResponse{Status: 500}, "failed", now)
 	}); err != nil {
 		t.Fatalf("an answer without a body: %v", err)

@@ -69,7 +69,7 @@ func (a *asyncWorker) Work(ctx context.Context, job *river.Job[outbox.DeliverArg
 	}
 	policy := f.Config.AsyncPolicy()
 	maxAge := time.Duration(policy.MaxEventAgeSec) * time.Second
-	if policy.MaxConcurrency > 0 {
+	if policy.MaxConcurrency > 0 && w.now().Sub(args.AgeFrom) <= maxAge { // one too old is given up at once
 		// This process's deliveries of the function wait for each other
 		// here, not in snoozes; ClaimAsync bounds them across processes.
 		release, ok := w.asyncSlots.acquire(ctx, args.Namespace+"/"+args.Function, policy.MaxConcurrency, asyncSlotWait)
@@ -88,10 +88,8 @@ func (a *asyncWorker) Work(ctx context.Context, job *river.Job[outbox.DeliverArg
 	case store.Busy:
 		return river.JobSnooze(time.Duration(100+rand.IntN(200)) * time.Millisecond)
 	case store.Expired:
-		now := w.now()
-		last := store.AsyncAttempt{Attempt: inv.AttemptCount, StartedAt: now, EndedAt: now,
-			Error: fmt.Sprintf("not attempted: older than max_event_age_sec (%d s)", policy.MaxEventAgeSec)}
-		return a.finish(ctx, job, inv, domain.AsyncDead, last, lastResponse(inv), "event too old")
+		why := fmt.Sprintf("event too old: not attempted again after max_event_age_sec (%d s)", policy.MaxEventAgeSec)
+		return a.finish(ctx, job, inv, domain.AsyncDead, nil, lastResponse(inv), why)
 	}
 
 	started := w.now()
@@ -118,16 +116,16 @@ func (a *asyncWorker) Work(ctx context.Context, job *river.Job[outbox.DeliverArg
 	}
 	switch {
 	case outcome == invoke.Succeeded:
-		return a.finish(ctx, job, inv, domain.AsyncSucceeded, attempt, resp, "")
+		return a.finish(ctx, job, inv, domain.AsyncSucceeded, &attempt, resp, "")
 	case !invoke.RetryAgain(store.InvocationAsync, outcome, f.Config.RetrySafe):
-		return a.finish(ctx, job, inv, domain.AsyncFailed, attempt, resp, attempt.Error)
-	case outcome != invoke.Interrupted && inv.AttemptCount > policy.MaxRetries:
-		return a.finish(ctx, job, inv, domain.AsyncDead, attempt, resp, "retries exhausted")
+		return a.finish(ctx, job, inv, domain.AsyncFailed, &attempt, resp, attempt.Error)
+	case outcome != invoke.Interrupted && inv.AttemptCount-inv.AttemptBase > policy.MaxRetries:
+		return a.finish(ctx, job, inv, domain.AsyncDead, &attempt, resp, "retries exhausted")
 	}
 	// Retried: the attempt is recorded and the invocation queued again;
 	// River works it again after NextRetry (a stop: at the next start).
 	_, err = w.store.Execute(context.WithoutCancel(ctx), meta(job.Kind, job.ID), func(tx *store.Tx) error {
-		return w.store.FinishAsyncTx(ctx, tx.Tx, inv.ID, attempt, domain.AsyncQueued, resp, attempt.Error, w.now())
+		return w.store.FinishAsyncTx(ctx, tx.Tx, inv.ID, &attempt, domain.AsyncQueued, resp, attempt.Error, w.now())
 	})
 	if err != nil {
 		return err
@@ -142,7 +140,7 @@ func (a *asyncWorker) Work(ctx context.Context, job *river.Job[outbox.DeliverArg
 // the job in one transaction; a dead letter appends its event, a callback
 // is queued.
 func (a *asyncWorker) finish(ctx context.Context, job *river.Job[outbox.DeliverArgs], inv store.AsyncInvocation, state domain.AsyncState,
-	last store.AsyncAttempt, resp *store.AsyncResponse, why string) error {
+	last *store.AsyncAttempt, resp *store.AsyncResponse, why string) error {
 	w := a.w
 	ctx = context.WithoutCancel(ctx) // the answer is in hand: record it
 	_, err := w.store.Execute(ctx, meta(job.Kind, job.ID), func(tx *store.Tx) error {

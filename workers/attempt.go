@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/invoke"
 	"github.com/slessio/sless/store"
 )
 
@@ -25,8 +26,9 @@ import (
 //     which could record nothing, is recorded by the attempt after the rescue
 //     (rescued) before that one runs or stops (crashedAttempt).
 //   - An attempt whose side effects may be half done (a crash, a shutdown) is
-//     made again only when the function is retry_safe (mayRunAgain), and only
-//     while River has an attempt left.
+//     made again only when the function is retry_safe (mayRunAgain, which
+//     asks the retry table of package invoke), and only while River has an
+//     attempt left.
 
 // Why a run's attempt ended before its outcome: see Workers.interruption;
 // interruptedByCrash is found by the next attempt (rescued), notStarted
@@ -45,18 +47,20 @@ const (
 	crashRetried    = interruptedByCrash + "; run again, since the function is retry_safe"
 )
 
-// mayRunAgain says whether an attempt interrupted for why is made again. A
-// shutdown or a crash of the process may have left the function's side
-// effects half done, so only a RetrySafe function runs again; a cancelled
-// run never does; one River's timeout ended does, as any failed attempt.
-func mayRunAgain(why string, cfg domain.FunctionConfig) bool {
+// mayRunAgain says whether an attempt of a run of kind (job or cron)
+// interrupted for why is made again, by invoke's retry table: a shutdown or
+// a crash of the process may have left the function's side effects half
+// done, so only a RetrySafe function runs again; a cancelled run never
+// does; one River's timeout ended does, as any attempt without an answer.
+func mayRunAgain(kind store.TriggerKind, why string, cfg domain.FunctionConfig) bool {
+	outcome := invoke.NoAnswer
 	switch why {
 	case interruptedByShutdown, interruptedByCrash:
-		return cfg.RetrySafe
+		outcome = invoke.Interrupted
 	case interruptedByCancel:
-		return false
+		outcome = invoke.Cancelled
 	}
-	return true
+	return invoke.RetryAgain(kind, outcome, cfg.RetrySafe)
 }
 
 // interruption says why the job's context ended, or "" while it runs: the
@@ -78,9 +82,9 @@ func (w *Workers) interruption(ctx context.Context) string {
 // whether the run is made again: not when gone says why it can no longer
 // run (its version or trigger is gone), else only when the function is
 // retry_safe.
-func crashedAttempt(cfg domain.FunctionConfig, gone string) (runOutcome, bool) {
+func crashedAttempt(kind store.TriggerKind, cfg domain.FunctionConfig, gone string) (runOutcome, bool) {
 	out := runOutcome{interrupted: interruptedByCrash, message: crashNotRetried}
-	again := gone == "" && mayRunAgain(interruptedByCrash, cfg)
+	again := gone == "" && mayRunAgain(kind, interruptedByCrash, cfg)
 	switch {
 	case gone != "":
 		out.message = interruptedByCrash + "; not run again: " + gone
@@ -105,9 +109,9 @@ func startFailed(row *rivertype.JobRow, err error) (runOutcome, bool) {
 // (see interruption) after it produced out, and whether the run is made
 // again (mayRunAgain). One that may run again but has no attempt left is
 // not: River would discard its job without an outcome.
-func interruptedAttempt(why string, cfg domain.FunctionConfig, row *rivertype.JobRow, out runOutcome) (runOutcome, bool) {
+func interruptedAttempt(kind store.TriggerKind, why string, cfg domain.FunctionConfig, row *rivertype.JobRow, out runOutcome) (runOutcome, bool) {
 	out.ok, out.interrupted, out.message = false, why, why
-	again := mayRunAgain(why, cfg)
+	again := mayRunAgain(kind, why, cfg)
 	switch {
 	case again && row.Attempt >= row.MaxAttempts:
 		again = false

@@ -200,7 +200,7 @@ func (c *cronRunWorker) Work(ctx context.Context, job *river.Job[CronRunArgs]) e
 		if !st.active() {
 			gone = "the trigger no longer fires"
 		}
-		dead, again := crashedAttempt(st.workload.Config, gone)
+		dead, again := crashedAttempt(store.InvocationCron, st.workload.Config, gone)
 		w.recordAttempt(ctx, store.InvocationCron, spec, spec.Name, dead, w.now(), again, attrs...)
 		if !again {
 			return nil
@@ -213,7 +213,7 @@ func (c *cronRunWorker) Work(ctx context.Context, job *river.Job[CronRunArgs]) e
 	started := w.now()
 	out, err := w.run(ctx, spec)
 	if why := w.interruption(ctx); why != "" {
-		out, again := interruptedAttempt(why, st.workload.Config, job.JobRow, out)
+		out, again := interruptedAttempt(store.InvocationCron, why, st.workload.Config, job.JobRow, out)
 		w.recordAttempt(ctx, store.InvocationCron, spec, spec.Name, out, started, again, attrs...)
 		if again {
 			return fmt.Errorf("cron run %s/%s: %s: %w", a.Namespace, a.Trigger, why, ctx.Err())

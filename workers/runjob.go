@@ -84,7 +84,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[outbox.RunJobArg
 		}
 		again := gone == ""
 		if j.Phase == domain.JobPhaseRunning && rescued(job.JobRow) { // the attempt before died running it
-			dead, again = crashedAttempt(v.Config, gone)
+			dead, again = crashedAttempt(store.InvocationJob, v.Config, gone)
 		}
 		if !again {
 			done = true
@@ -216,7 +216,7 @@ const outcomeTimeout = 10 * time.Second
 func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[outbox.RunJobArgs], spec driver.RunSpec, why string, out runOutcome, started time.Time) error {
 	a := job.Args
 	stream := domain.JobStream(a.Namespace, a.Job)
-	out, retry := interruptedAttempt(why, spec.Config, job.JobRow, out)
+	out, retry := interruptedAttempt(store.InvocationJob, why, spec.Config, job.JobRow, out)
 	w.recordAttempt(ctx, store.InvocationJob, spec, runPath(a), out, started, retry, "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID)
 	if retry {
 		return fmt.Errorf("run %s #%d: %s: %w", stream, a.RunID, why, ctx.Err())

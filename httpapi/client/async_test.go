@@ -105,7 +105,7 @@ func (f *fixture) deadLetter(t *testing.T, ns, fn, id string) {
 	now := time.Now()
 	last := store.AsyncAttempt{Attempt: 1, StartedAt: now, EndedAt: now, Status: 503, Error: "function unavailable"}
 	if _, err := f.store.Execute(ctx, store.Metadata{Actor: "test"}, func(tx *store.Tx) error {
-		return cmds.DeadLetterTx(ctx, tx, inv, last, &store.AsyncResponse{Status: 503, Body: []byte("down")}, "retries exhausted")
+		return cmds.DeadLetterTx(ctx, tx, inv, &last, &store.AsyncResponse{Status: 503, Body: []byte("down")}, "retries exhausted")
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/slessio/sless/invoke"
 )
 
 // The forwarder: an HTTP/1.1 exchange with a function process written and
@@ -232,6 +234,10 @@ func (p *Proxy) writeHead(bw *bufio.Writer, r *http.Request, c *call) {
 	p.writeForwarded(bw, r)
 	writeHeader(bw, PrefixHeader, c.prefix)
 	writeHeader(bw, InvocationHeader, c.idText)
+	if c.attempt > 0 { // an asynchronous invocation: its id stays the same across attempts
+		writeHeader(bw, invoke.AsyncIDHeader, c.asyncID.String())
+		writeHeader(bw, invoke.AttemptHeader, strconv.Itoa(c.attempt))
+	}
 	switch {
 	case c.chunked:
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
@@ -293,7 +299,8 @@ func passRequestHeader(k string) bool {
 	switch k {
 	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te",
 		"Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", "Host", "Expect",
-		"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", PrefixHeader, InvocationHeader:
+		"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", PrefixHeader, InvocationHeader,
+		invoke.AsyncIDHeader, invoke.AttemptHeader:
 		return false
 	}
 	return true

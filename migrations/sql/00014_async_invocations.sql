@@ -22,6 +22,7 @@ CREATE TABLE async_invocations (
     state            text        NOT NULL,
     attempts         jsonb       NOT NULL DEFAULT '[]',
     attempt_count    int         NOT NULL DEFAULT 0,
+    attempt_base     int         NOT NULL DEFAULT 0,     -- attempt_count when last retried from the dead letters
     lease_until      timestamptz,
     response_status  int         NOT NULL DEFAULT 0,
     response_headers jsonb       NOT NULL DEFAULT '{}',
