@@ -55,11 +55,11 @@ type AsyncInvocation struct {
 	AttemptCount   int
 	// AttemptBase is AttemptCount when it was last retried from the dead
 	// letters: its retries count from there.
-	AttemptBase int
-	Response       AsyncResponse
-	Error          string
-	CallbackState  string // "", "delivered", "failed: ..."
-	EnqueuedAt     time.Time
+	AttemptBase   int
+	Response      AsyncResponse
+	Error         string
+	CallbackState string // "", "delivered", "failed: ..."
+	EnqueuedAt    time.Time
 	// AgeFrom is when its age (max_event_age_sec) counts from: the
 	// enqueue, or the last retry from the dead letters.
 	AgeFrom    time.Time
