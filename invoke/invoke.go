@@ -1,12 +1,14 @@
-// Package invoke is the one way the platform calls a function with a
-// request: the types of a call and its result, the Invoker port that the
-// proxy implements (resolve the runnable version, wake an instance through
-// the driver, send, record the invocation), and the retry policy of every
-// kind of invocation in one table.
+// Package invoke is how the platform calls a function, in one place: the
+// request path's types and its Invoker port, which the proxy implements
+// (resolve the runnable version, wake an instance through the driver,
+// send, record the invocation), the run path's Runner (a job's run or a
+// cron slot as a one-shot process through the driver's Run, recorded), and
+// the retry policy of every kind of invocation in one table (RetryAgain).
 //
 // The public /fn proxy and the API's invoke serve callers on the spot; the
-// async worker (workers) delivers queued invocations through an Invoker.
-// It imports domain and store (for the invocation log's kinds) only.
+// async worker delivers queued invocations through an Invoker; the job and
+// cron workers run through a Runner and ask RetryAgain whether an
+// interrupted attempt runs again. It imports domain, driver and store.
 package invoke
 
 import (

@@ -36,7 +36,7 @@ import (
 const (
 	interruptedByShutdown = "interrupted by shutdown"
 	interruptedByCrash    = "interrupted by a crash of the server running it"
-	interruptedByCancel   = "cancelled"
+	interruptedByCancel   = invoke.CancelledReason
 	interruptedByTimeout  = "interrupted"
 	notStarted            = "could not start"
 )
@@ -82,14 +82,14 @@ func (w *Workers) interruption(ctx context.Context) string {
 // whether the run is made again: not when gone says why it can no longer
 // run (its version or trigger is gone), else only when the function is
 // retry_safe.
-func crashedAttempt(kind store.TriggerKind, cfg domain.FunctionConfig, gone string) (runOutcome, bool) {
-	out := runOutcome{interrupted: interruptedByCrash, message: crashNotRetried}
+func crashedAttempt(kind store.TriggerKind, cfg domain.FunctionConfig, gone string) (invoke.RunOutcome, bool) {
+	out := invoke.RunOutcome{Interrupted: interruptedByCrash, Message: crashNotRetried}
 	again := gone == "" && mayRunAgain(kind, interruptedByCrash, cfg)
 	switch {
 	case gone != "":
-		out.message = interruptedByCrash + "; not run again: " + gone
+		out.Message = interruptedByCrash + "; not run again: " + gone
 	case again:
-		out.message = crashRetried
+		out.Message = crashRetried
 	}
 	return out, again
 }
@@ -97,27 +97,27 @@ func crashedAttempt(kind store.TriggerKind, cfg domain.FunctionConfig, gone stri
 // startFailed is the outcome of an attempt the driver could not start, and
 // whether River tries it again: a 503 row saying so when it does, else the
 // run's failure (giveUp).
-func startFailed(row *rivertype.JobRow, err error) (runOutcome, bool) {
+func startFailed(row *rivertype.JobRow, err error) (invoke.RunOutcome, bool) {
 	msg := fmt.Sprintf("the run could not start (attempt %d): %s", row.Attempt, platformMessage(err))
 	if giveUp(row, err) {
-		return runOutcome{message: msg}, false
+		return invoke.RunOutcome{Message: msg}, false
 	}
-	return runOutcome{interrupted: notStarted, message: msg + "; it is tried again"}, true
+	return invoke.RunOutcome{Interrupted: notStarted, Message: msg + "; it is tried again"}, true
 }
 
 // interruptedAttempt is the row of an attempt whose context ended for why
 // (see interruption) after it produced out, and whether the run is made
 // again (mayRunAgain). One that may run again but has no attempt left is
 // not: River would discard its job without an outcome.
-func interruptedAttempt(kind store.TriggerKind, why string, cfg domain.FunctionConfig, row *rivertype.JobRow, out runOutcome) (runOutcome, bool) {
-	out.ok, out.interrupted, out.message = false, why, why
+func interruptedAttempt(kind store.TriggerKind, why string, cfg domain.FunctionConfig, row *rivertype.JobRow, out invoke.RunOutcome) (invoke.RunOutcome, bool) {
+	out.OK, out.Interrupted, out.Message = false, why, why
 	again := mayRunAgain(kind, why, cfg)
 	switch {
 	case again && row.Attempt >= row.MaxAttempts:
 		again = false
-		out.message = why + "; not run again: it has no attempt left"
+		out.Message = why + "; not run again: it has no attempt left"
 	case why == interruptedByShutdown && again:
-		out.message = why + "; it runs again on the next start (the function is retry-safe)"
+		out.Message = why + "; it runs again on the next start (the function is retry-safe)"
 	}
 	return out, again
 }
@@ -125,7 +125,7 @@ func interruptedAttempt(kind store.TriggerKind, why string, cfg domain.FunctionC
 // recordAttempt records an attempt that ended without an outcome
 // (out.interrupted says why) in the invocation log, and logs it with attrs
 // naming the run and whether it is made again.
-func (w *Workers) recordAttempt(ctx context.Context, kind store.TriggerKind, spec driver.RunSpec, path string, out runOutcome, started time.Time, again bool, attrs ...any) {
+func (w *Workers) recordAttempt(ctx context.Context, kind store.TriggerKind, spec driver.RunSpec, path string, out invoke.RunOutcome, started time.Time, again bool, attrs ...any) {
 	w.recordRun(kind, spec, path, out, started)
-	w.log.WarnContext(ctx, string(kind)+" run "+out.interrupted, append(attrs, "retried", again)...)
+	w.log.WarnContext(ctx, string(kind)+" run "+out.Interrupted, append(attrs, "retried", again)...)
 }

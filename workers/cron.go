@@ -211,7 +211,7 @@ func (c *cronRunWorker) Work(ctx context.Context, job *river.Job[CronRunArgs]) e
 		return nil
 	}
 	started := w.now()
-	out, err := w.run(ctx, spec)
+	out, err := w.runner.Run(ctx, spec)
 	if why := w.interruption(ctx); why != "" {
 		out, again := interruptedAttempt(store.InvocationCron, why, st.workload.Config, job.JobRow, out)
 		w.recordAttempt(ctx, store.InvocationCron, spec, spec.Name, out, started, again, attrs...)
@@ -229,6 +229,6 @@ func (c *cronRunWorker) Work(ctx context.Context, job *river.Job[CronRunArgs]) e
 	}
 	w.recordRun(store.InvocationCron, spec, spec.Name, out, started)
 	w.log.InfoContext(ctx, "cron run finished", append(attrs, "function", st.workload.Function, "version", st.workload.Version,
-		"ok", out.ok, "result", out.result, "message", out.message)...)
+		"ok", out.OK, "result", out.Result, "message", out.Message)...)
 	return nil
 }

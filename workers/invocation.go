@@ -11,30 +11,26 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/invoke"
 	"github.com/slessio/sless/store"
 )
 
 // Recorder takes invocation records without blocking (the proxy's, or the
 // store's InvocationWriter); job and cron runs are invocations too.
-type Recorder interface {
-	Record(store.Invocation) bool
-}
+type Recorder = invoke.Recorder
 
-// Statuses of run attempts that did not finish, in the invocation log's HTTP
-// status (its Error says which): StatusInterrupted for one interrupted by a
-// shutdown, River's timeout or a crash of the server running it, or that
-// could not start and is tried again; StatusCancelled (nginx's "client
-// closed request") for one cancelled because its job was deleted.
+// Statuses of run attempts that did not finish, in the invocation log's
+// HTTP status: see invoke.StatusInterrupted and invoke.StatusCancelled.
 const (
-	StatusInterrupted = 503
-	StatusCancelled   = 499
+	StatusInterrupted = invoke.StatusInterrupted
+	StatusCancelled   = invoke.StatusCancelled
 )
 
 // DefaultInvocationRetention is how long the invocation log keeps a day.
 const DefaultInvocationRetention = store.DefaultInvocationRetention
 
 // recordRun records a job or cron run that just finished in the invocation log.
-func (w *Workers) recordRun(kind store.TriggerKind, spec driver.RunSpec, path string, out runOutcome, started time.Time) {
+func (w *Workers) recordRun(kind store.TriggerKind, spec driver.RunSpec, path string, out invoke.RunOutcome, started time.Time) {
 	w.recordRunAt(kind, spec, path, out, started, w.now())
 }
 
@@ -44,33 +40,14 @@ func (w *Workers) recordRun(kind store.TriggerKind, spec driver.RunSpec, path st
 func (w *Workers) RecordCronRun(r driver.CronRun) {
 	spec := driver.RunSpec{Workload: driver.Workload{Namespace: r.Namespace, Function: r.Function, Version: r.Version,
 		Config: domain.FunctionConfig{TimeoutSec: r.TimeoutSec}}, Name: r.Name}
-	out := outcomeOf(r.Result, r.TimeoutSec)
+	out := invoke.OutcomeOf(r.Result, r.TimeoutSec)
 	w.recordRunAt(store.InvocationCron, spec, r.Name, out, r.Started, r.Ended)
 	w.log.Info("cron run finished", "namespace", r.Namespace, "trigger", r.Trigger, "function", r.Function,
-		"version", r.Version, "ok", out.ok, "result", out.result, "message", out.message)
+		"version", r.Version, "ok", out.OK, "result", out.Result, "message", out.Message)
 }
 
-func (w *Workers) recordRunAt(kind store.TriggerKind, spec driver.RunSpec, path string, out runOutcome, started, ended time.Time) {
-	if w.cfg.Invocations == nil {
-		return
-	}
-	status := 200
-	switch {
-	case out.interrupted == interruptedByCancel:
-		status = StatusCancelled
-	case out.interrupted != "":
-		status = StatusInterrupted
-	case out.timedOut:
-		status = 504
-	case !out.ok:
-		status = 500
-	}
-	inv := store.Invocation{
-		ID: store.NewInvocationID(started), Namespace: spec.Namespace, Function: spec.Function, Version: spec.Version,
-		Trigger: kind, Path: path, Status: status, Duration: ended.Sub(started), BytesIn: int64(len(spec.Event)),
-		BytesOut: int64(len(out.result)), Error: out.message, Log: out.output, StartedAt: started, EndedAt: ended,
-	}
-	if !w.cfg.Invocations.Record(inv) {
+func (w *Workers) recordRunAt(kind store.TriggerKind, spec driver.RunSpec, path string, out invoke.RunOutcome, started, ended time.Time) {
+	if !w.runner.Record(kind, spec, path, out, started, ended) {
 		w.log.Warn("invocation record dropped: the log buffer is full", "namespace", spec.Namespace, "function", spec.Function, "path", path)
 	}
 }

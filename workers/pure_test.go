@@ -3,7 +3,6 @@ package workers
 import (
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -36,25 +35,6 @@ func TestDueSlot(t *testing.T) {
 		if !got.Equal(c.want) || skipped != c.wantSkipped {
 			t.Errorf("%s: dueSlot = %v, skipped %d; want %v, %d", c.name, got, skipped, c.want, c.wantSkipped)
 		}
-	}
-}
-
-func TestOutcomeOf(t *testing.T) {
-	t.Parallel()
-	ok := outcomeOf(driver.RunResult{Stdout: "log\n\"result\"\n\n"}, 30)
-	if !ok.ok || ok.result != `"result"` || ok.output != "log\n\"result\"\n\n" {
-		t.Errorf("success = %+v", ok)
-	}
-	fail := outcomeOf(driver.RunResult{ExitCode: 1, Stdout: "partial", Stderr: "Traceback\nValueError: x\n"}, 30)
-	if fail.ok || fail.message != "Traceback\nValueError: x" || fail.output != "partial\nTraceback\nValueError: x\n" {
-		t.Errorf("failure = %+v", fail)
-	}
-	to := outcomeOf(driver.RunResult{ExitCode: 124, TimedOut: true, Stderr: "killed"}, 7)
-	if to.ok || to.message != "timed out after 7 s" || !strings.Contains(to.output, "killed") {
-		t.Errorf("timeout = %+v", to)
-	}
-	if e := outcomeOf(driver.RunResult{}, 1); !e.ok || e.result != "" {
-		t.Errorf("empty success = %+v", e)
 	}
 }
 

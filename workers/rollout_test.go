@@ -138,6 +138,15 @@ func TestRolloutChangeCommittingDuringCompletionIsNotLost(t *testing.T) {
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	h.start()
 	h.readyFunction("lock", pySpec)
+	// The activation's own rollout must be done: a rollout still waiting
+	// when the trigger is created takes its place (unique while
+	// unfinished), finds nothing changed and never deploys again.
+	h.eventually(10*time.Second, func() error {
+		if f := h.function("lock"); f.ServingVersion != 1 {
+			return errorf("serving version %d; want the first rollout done", f.ServingVersion)
+		}
+		return nil
+	})
 	h.driver.setHooks(func(d *scriptedDriverForWorkerTests) {
 		d.onDeploy = func(ctx context.Context, dep driver.Deployment) (string, error) {
 			if dep.Replicas == 0 {
@@ -148,7 +157,11 @@ func TestRolloutChangeCommittingDuringCompletionIsNotLost(t *testing.T) {
 		}
 	})
 	h.createTrigger("lock-http", domain.TriggerHTTP, "lock", "", false)
-	<-entered
+	select {
+	case <-entered:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the trigger's rollout did not deploy within 60 s")
+	}
 
 	inserted, commit := make(chan struct{}), make(chan struct{})
 	done := make(chan struct{})

@@ -2,10 +2,10 @@ package workers
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/slessio/sless/invoke"
 
 	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/outbox"
@@ -50,10 +50,10 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[outbox.RunJobArg
 	md := meta(job.Kind, job.ID)
 
 	var spec driver.RunSpec
-	var dead runOutcome // the row of an attempt a crash killed, if any
+	var dead invoke.RunOutcome // the row of an attempt a crash killed, if any
 	done := false
 	_, err := w.store.Execute(ctx, md, func(tx *store.Tx) error {
-		done, dead = false, runOutcome{}
+		done, dead = false, invoke.RunOutcome{}
 		j := domain.NewJob(a.Namespace, a.Job)
 		if err := tx.Load(ctx, stream, j); err != nil {
 			return err
@@ -90,7 +90,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[outbox.RunJobArg
 			done = true
 			msg := gone
 			if msg == "" {
-				msg = dead.message
+				msg = dead.Message
 			}
 			if _, err := w.cmd.RecordRunOutcomeTx(ctx, tx, ref, a.RunID, command.RunOutcome{Message: msg}); err != nil {
 				return err
@@ -101,7 +101,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[outbox.RunJobArg
 		return err
 	})
 	attrs := []any{"namespace", a.Namespace, "job", a.Job, "run_id", a.RunID}
-	if err == nil && dead.interrupted != "" {
+	if err == nil && dead.Interrupted != "" {
 		// The attempt that died could record nothing: this is its row.
 		w.recordAttempt(ctx, store.InvocationJob, spec, runPath(a), dead, w.now(), !done, attrs...)
 	}
@@ -110,7 +110,7 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[outbox.RunJobArg
 	}
 
 	started := w.now()
-	out, err := w.run(ctx, spec)
+	out, err := w.runner.Run(ctx, spec)
 	if why := w.interruption(ctx); why != "" {
 		return w.runInterrupted(ctx, job, spec, why, out, started)
 	}
@@ -124,79 +124,21 @@ func (r *runJobWorker) Work(ctx context.Context, job *river.Job[outbox.RunJobArg
 	}
 
 	_, err = w.store.Execute(ctx, md, func(tx *store.Tx) error {
-		if _, err := w.cmd.RecordRunOutcomeTx(ctx, tx, ref, a.RunID, out.command()); err != nil {
+		if _, err := w.cmd.RecordRunOutcomeTx(ctx, tx, ref, a.RunID, runCommand(out)); err != nil {
 			return err
 		}
 		return completeTx(ctx, tx.Tx, job)
 	})
 	if err == nil {
 		w.recordRun(store.InvocationJob, spec, runPath(a), out, started)
-		w.log.InfoContext(ctx, "job run finished", "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID, "ok", out.ok)
+		w.log.InfoContext(ctx, "job run finished", "namespace", a.Namespace, "job", a.Job, "run_id", a.RunID, "ok", out.OK)
 	}
 	return err
 }
 
-// runOutcome is a run's result as the job events record it.
-type runOutcome struct {
-	ok          bool
-	interrupted string // why the run did not finish (runInterrupted), or ""
-	timedOut    bool
-	result      string // the last stdout line, when ok
-	message     string // why it failed (stderr, or the timeout), when not ok
-	output      string // everything the run wrote: stdout, then stderr
-}
-
-// command is the outcome as the command layer records it.
-func (o runOutcome) command() command.RunOutcome {
-	return command.RunOutcome{OK: o.ok, Result: o.result, Message: o.message, Output: o.output}
-}
-
-// run runs spec with the function's timeout (plus a margin for the driver to
-// report it), and reads the outcome. An error is the platform's, not the run's;
-// a driver that overran the timeout without reporting it still yields a timeout.
-func (w *Workers) run(ctx context.Context, spec driver.RunSpec) (runOutcome, error) {
-	timeout := spec.Config.TimeoutSec
-	runCtx, cancel := context.WithTimeout(ctx, time.Duration(timeout)*time.Second+runMargin)
-	defer cancel()
-	res, err := w.cfg.Driver.Run(runCtx, spec)
-	if err != nil && ctx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
-		return runOutcome{timedOut: true, message: fmt.Sprintf("timed out after %d s", timeout)}, nil
-	}
-	if err != nil {
-		return runOutcome{}, err
-	}
-	return outcomeOf(res, timeout), nil
-}
-
-// outcomeOf reads a run result: exit 0 succeeds with the last non-empty
-// stdout line as the result; a timeout (or exit 124) fails with "timed out
-// after N s"; any other exit fails with stderr as the message.
-func outcomeOf(res driver.RunResult, timeoutSec int) runOutcome {
-	out := runOutcome{output: res.Stdout}
-	if res.Stderr != "" {
-		if out.output != "" && !strings.HasSuffix(out.output, "\n") {
-			out.output += "\n"
-		}
-		out.output += res.Stderr
-	}
-	switch {
-	case res.TimedOut || res.ExitCode == 124:
-		out.timedOut, out.message = true, fmt.Sprintf("timed out after %d s", timeoutSec)
-	case res.ExitCode != 0:
-		out.message = strings.TrimSpace(res.Stderr)
-		if out.message == "" {
-			out.message = fmt.Sprintf("the function exited with code %d and wrote nothing to stderr", res.ExitCode)
-		}
-	default:
-		out.ok, out.result = true, lastLine(res.Stdout)
-	}
-	return out
-}
-
-// lastLine returns the last non-blank line of s, trimmed.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimRight(s, " \t\r\n"), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
+// runCommand is a run's outcome as the command layer records it.
+func runCommand(o invoke.RunOutcome) command.RunOutcome {
+	return command.RunOutcome{OK: o.OK, Result: o.Result, Message: o.Message, Output: o.Output}
 }
 
 // runPath is a job run's path in the invocation log.
@@ -213,7 +155,7 @@ const outcomeTimeout = 10 * time.Second
 // in which case River runs it again on the next start, as after a timeout.
 // One that may run again but has no attempt left fails too: River would
 // discard the job and leave the run Running for ever.
-func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[outbox.RunJobArgs], spec driver.RunSpec, why string, out runOutcome, started time.Time) error {
+func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[outbox.RunJobArgs], spec driver.RunSpec, why string, out invoke.RunOutcome, started time.Time) error {
 	a := job.Args
 	stream := domain.JobStream(a.Namespace, a.Job)
 	out, retry := interruptedAttempt(store.InvocationJob, why, spec.Config, job.JobRow, out)
@@ -225,7 +167,7 @@ func (w *Workers) runInterrupted(ctx context.Context, job *river.Job[outbox.RunJ
 	defer cancel()
 	_, err := w.store.Execute(octx, meta(job.Kind, job.ID), func(tx *store.Tx) error {
 		// A run that is no longer current, or finished, records nothing.
-		if _, err := w.cmd.RecordRunOutcomeTx(octx, tx, command.Ref{Namespace: a.Namespace, Name: a.Job}, a.RunID, out.command()); err != nil {
+		if _, err := w.cmd.RecordRunOutcomeTx(octx, tx, command.Ref{Namespace: a.Namespace, Name: a.Job}, a.RunID, runCommand(out)); err != nil {
 			return err
 		}
 		if why == interruptedByCancel { // River cancels the job itself

@@ -139,6 +139,7 @@ type Workers struct {
 	pool       *pgxpool.Pool
 	store      *store.Store
 	cmd        *command.Commands // records the outcomes, in the workers' transactions
+	runner     *invoke.Runner    // job and cron runs: the driver's Run, recorded
 	client     *river.Client[pgx.Tx]
 	scheduler  driver.Scheduler // nil: the leader fires cron slots through Driver.Run
 	deleter    CodeDeleter
@@ -215,6 +216,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 	}
 	w.cmd = command.New(command.Config{Store: w.store, Now: cfg.Clock, CallbackAllow: cfg.CallbackAllow})
 	w.callbacks = newCallbackClient(cfg.PlatformPorts)
+	w.runner = &invoke.Runner{Driver: cfg.Driver, Log: cfg.Invocations, Margin: runMargin}
 	if u, ok := cfg.Driver.(driver.BuildSourceUser); ok {
 		u.UseBuildSource(w)
 	}
