@@ -85,7 +85,7 @@ func asyncAttribute() schema.SingleNestedAttribute {
 		Optional: true, Computed: true, Default: objectdefault.StaticValue(defaultAsync()),
 		Description: fmt.Sprintf("How asynchronous invocations of the function (X-Sless-Invocation-Type: async, /async-fn/, invoke?async=true) are delivered, "+
 			"written as an attribute: async = { max_retries = 5 }. Left out, or removed from the configuration, it is the platform's defaults (max_retries %d, max_event_age_sec %d, max_concurrency %d), which the state shows; "+
-			"a field left out of it takes its default. A change makes a new version of the function, as other configuration does.",
+			"a field left out of it takes its default. It belongs to the function, not to a version: a change makes no new version and a rollback keeps it.",
 			d.MaxRetries, d.MaxEventAgeSec, d.MaxConcurrency),
 		Attributes: map[string]schema.Attribute{
 			"max_retries": schema.Int64Attribute{

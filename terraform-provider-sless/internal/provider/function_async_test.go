@@ -108,13 +108,15 @@ func TestAccFunctionAsync(t *testing.T) {
 				),
 			},
 			{
-				// max_concurrency left out of async: its default, 0.
+				// max_concurrency left out of async: its default, 0. The
+				// async configuration is the function's: changing only it
+				// makes no version.
 				Config:           partial,
 				ConfigPlanChecks: updates,
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(fn, "phase", "Ready"),
-					resource.TestCheckResourceAttr(fn, "version", "2"),
-					resource.TestCheckResourceAttr(fn, "active_version", "2"),
+					resource.TestCheckResourceAttr(fn, "version", "1"),
+					resource.TestCheckResourceAttr(fn, "active_version", "1"),
 					hasAsync(0, 60, 0),
 					func(*terraform.State) error { return deadAfter(t, p, "queued", 1) },
 				),
@@ -131,7 +133,7 @@ func TestAccFunctionAsync(t *testing.T) {
 				Config:           none,
 				ConfigPlanChecks: updates,
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(fn, "version", "3"),
+					resource.TestCheckResourceAttr(fn, "version", "1"),
 					hasAsync(2, 21600, 0),
 				),
 			},
