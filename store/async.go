@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/riverqueue/river"
 
@@ -206,6 +207,21 @@ const (
 //
 // Errors: EUNAVAILABLE, EINTERNAL.
 func (s *Store) ClaimAsync(ctx context.Context, id uuid.UUID, maxConcurrency int, maxAge time.Duration, now time.Time, lease time.Duration) (AsyncInvocation, ClaimResult, error) {
+	if maxConcurrency <= 0 {
+		// Nothing to count: one statement claims it when it can be; the
+		// transaction below says why when it cannot.
+		rows, _ := s.pool.Query(ctx, `UPDATE async_invocations SET state = 'running', attempt_count = attempt_count + 1,
+				lease_until = $2, updated_at = $3
+			WHERE id = $1 AND state IN ('queued', 'running') AND coalesce(requeued_at, enqueued_at) >= $4
+			RETURNING `+asyncColumns, id, now.Add(lease), now, now.Add(-maxAge))
+		a, err := pgx.CollectExactlyOneRow(rows, scanAsync)
+		if err == nil {
+			return a, Claimed, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return a, Claimed, dbError("claim async invocation", err)
+		}
+	}
 	var out AsyncInvocation
 	var res ClaimResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -261,6 +277,23 @@ func (s *Store) ClaimAsync(ctx context.Context, id uuid.UUID, maxConcurrency int
 //
 // Errors: EUNAVAILABLE, EINTERNAL.
 func (s *Store) FinishAsyncTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, attempt *AsyncAttempt, state domain.AsyncState, resp *AsyncResponse, errMsg string, now time.Time) error {
+	return finishAsync(ctx, tx, id, attempt, state, resp, errMsg, now)
+}
+
+// FinishAsync is FinishAsyncTx in a statement of its own, for an outcome
+// that goes with nothing else (no event, no job).
+//
+// Errors: EUNAVAILABLE, EINTERNAL.
+func (s *Store) FinishAsync(ctx context.Context, id uuid.UUID, attempt *AsyncAttempt, state domain.AsyncState, resp *AsyncResponse, errMsg string, now time.Time) error {
+	return finishAsync(ctx, s.pool, id, attempt, state, resp, errMsg, now)
+}
+
+// execer runs a statement: a transaction or the pool.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func finishAsync(ctx context.Context, db execer, id uuid.UUID, attempt *AsyncAttempt, state domain.AsyncState, resp *AsyncResponse, errMsg string, now time.Time) error {
 	attempts := []AsyncAttempt{}
 	if attempt != nil {
 		attempts = append(attempts, *attempt)
@@ -284,7 +317,7 @@ func (s *Store) FinishAsyncTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, atte
 	if state.Finished() {
 		finished = &now
 	}
-	_, err = tx.Exec(ctx, `UPDATE async_invocations SET state = $2, attempts = attempts || $3::jsonb, lease_until = NULL,
+	_, err = db.Exec(ctx, `UPDATE async_invocations SET state = $2, attempts = attempts || $3::jsonb, lease_until = NULL,
 			response_status = CASE WHEN $4::bool THEN $5 ELSE response_status END,
 			response_headers = CASE WHEN $4::bool THEN $6::jsonb ELSE response_headers END,
 			response_body = CASE WHEN $4::bool THEN $7 ELSE response_body END,

@@ -27,8 +27,10 @@ import (
 //	another 4xx: failed; 429, 5xx, no answer: queued again and retried after
 //	invoke.Backoff, or a dead letter after max_retries retries
 //
-// A final state is recorded in the transaction that completes the River job
-// (with the callback's job, if any), so it is recorded once. The function
+// A final state is recorded once, in one transaction with the callback's
+// job, if any; River then completes the job on its own (batched): a job
+// worked again after a crash in between finds the invocation finished and
+// does nothing. The function
 // may be sent a request more than once (a crash after it answered and
 // before the record): delivery is at least once; the Idempotency-Key of the
 // enqueue gives the caller exactly one invocation id.
@@ -57,7 +59,7 @@ func (a *asyncWorker) Work(ctx context.Context, job *river.Job[outbox.DeliverArg
 	if err != nil {
 		return river.JobCancel(fmt.Errorf("async delivery: bad invocation id %q", args.ID))
 	}
-	f, err := w.store.GetFunction(ctx, args.Namespace, args.Function)
+	f, err := w.asyncFunctions.get(ctx, w.store, args.Namespace, args.Function, w.now())
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		return nil // deleted, with its invocations
 	}
@@ -136,13 +138,16 @@ func (a *asyncWorker) Work(ctx context.Context, job *river.Job[outbox.DeliverArg
 	return errAttemptFailed
 }
 
-// finish records inv's final state with its last attempt and completes
-// the job in one transaction; a dead letter appends its event, a callback
-// is queued.
+// finish records inv's final state with its last attempt in one
+// transaction; a dead letter appends its event, a callback is queued.
+// River completes the job when Work returns (see asyncWorker).
 func (a *asyncWorker) finish(ctx context.Context, job *river.Job[outbox.DeliverArgs], inv store.AsyncInvocation, state domain.AsyncState,
 	last *store.AsyncAttempt, resp *store.AsyncResponse, why string) error {
 	w := a.w
 	ctx = context.WithoutCancel(ctx) // the answer is in hand: record it
+	if state != domain.AsyncDead && inv.Request.CallbackURL == "" {
+		return w.store.FinishAsync(ctx, inv.ID, last, state, resp, why, w.now()) // nothing goes with it
+	}
 	_, err := w.store.Execute(ctx, meta(job.Kind, job.ID), func(tx *store.Tx) error {
 		if state == domain.AsyncDead {
 			if err := w.cmd.DeadLetterTx(ctx, tx, inv, last, resp, why); err != nil {
@@ -152,11 +157,9 @@ func (a *asyncWorker) finish(ctx context.Context, job *river.Job[outbox.DeliverA
 			return err
 		}
 		if inv.Request.CallbackURL != "" {
-			if err := w.insertJobs(ctx, tx, outbox.CallbackArgs{ID: inv.ID.String()}); err != nil {
-				return err
-			}
+			return w.insertJobs(ctx, tx, outbox.CallbackArgs{ID: inv.ID.String()})
 		}
-		return completeTx(ctx, tx.Tx, job)
+		return nil
 	})
 	return err
 }
@@ -173,6 +176,47 @@ func lastResponse(inv store.AsyncInvocation) *store.AsyncResponse {
 // holds its concurrency slot before it counts as dead (its worker's crash).
 func asyncLease(timeoutSec int) time.Duration {
 	return time.Duration(timeoutSec)*time.Second + runMargin
+}
+
+// asyncFunctionsTTL is how long a delivery uses the function's read model
+// as an earlier delivery read it: a change of its async configuration
+// applies within it.
+const asyncFunctionsTTL = time.Second
+
+// asyncFunctions caches the functions deliveries read (their async
+// configuration, their timeout): one read per function and second, not
+// one per delivery.
+type asyncFunctions struct {
+	mu sync.Mutex
+	m  map[string]cachedFunction
+}
+
+type cachedFunction struct {
+	f   domain.Function
+	err error // ENOTFOUND is cached too
+	at  time.Time
+}
+
+// get returns function ns/name as read at most asyncFunctionsTTL ago.
+func (c *asyncFunctions) get(ctx context.Context, s *store.Store, ns, name string, now time.Time) (domain.Function, error) {
+	key := ns + "/" + name
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < asyncFunctionsTTL && now.Sub(e.at) >= 0 {
+		return e.f, e.err
+	}
+	f, err := s.GetFunction(ctx, ns, name)
+	if err != nil && domain.ErrorCode(err) != domain.ENOTFOUND {
+		return f, err // not cached: the next delivery asks again
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) > 10000 {
+		c.m = map[string]cachedFunction{}
+	}
+	c.m[key] = cachedFunction{f: f, err: err, at: now}
+	c.mu.Unlock()
+	return f, err
 }
 
 // asyncSlotWait is how long a delivery waits for a slot of its function's

@@ -135,19 +135,20 @@ type Config struct {
 // Workers is the one River client of a process together with the workers of
 // every job kind. Create it with New, then Start and Stop it.
 type Workers struct {
-	cfg        Config
-	pool       *pgxpool.Pool
-	store      *store.Store
-	cmd        *command.Commands // records the outcomes, in the workers' transactions
-	runner     *invoke.Runner    // job and cron runs: the driver's Run, recorded
-	client     *river.Client[pgx.Tx]
-	scheduler  driver.Scheduler // nil: the leader fires cron slots through Driver.Run
-	deleter    CodeDeleter
-	log        *slog.Logger
-	callbacks  *http.Client
-	asyncSlots asyncSlots
-	live       *liveness
-	slots      atomic.Pointer[buildSlots] // while started
+	cfg            Config
+	pool           *pgxpool.Pool
+	store          *store.Store
+	cmd            *command.Commands // records the outcomes, in the workers' transactions
+	runner         *invoke.Runner    // job and cron runs: the driver's Run, recorded
+	client         *river.Client[pgx.Tx]
+	scheduler      driver.Scheduler // nil: the leader fires cron slots through Driver.Run
+	deleter        CodeDeleter
+	log            *slog.Logger
+	callbacks      *http.Client
+	asyncSlots     asyncSlots
+	asyncFunctions asyncFunctions
+	live           *liveness
+	slots          atomic.Pointer[buildSlots] // while started
 	// stopping is set when Stop gives up waiting and cancels the running
 	// jobs: a job whose context ends then was interrupted by the shutdown.
 	stopping atomic.Bool
@@ -191,11 +192,20 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 			outbox.QueueBuilds:   {MaxWorkers: cfg.BuildWorkers},
 			outbox.QueueRollouts: {MaxWorkers: cfg.RolloutWorkers},
 			outbox.QueueRuns:     {MaxWorkers: cfg.RunWorkers},
-			outbox.QueueAsync:    {MaxWorkers: cfg.AsyncWorkers},
-			outbox.QueueDefault:  {MaxWorkers: 2},
+			// Deliveries are many and short: River's default 100 ms
+			// between fetches would cap them at AsyncWorkers per 100 ms
+			// and make each wait up to that (a second, when its insert
+			// notification was dropped by the limiter) before it starts.
+			outbox.QueueAsync:   {MaxWorkers: cfg.AsyncWorkers, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
+			outbox.QueueDefault: {MaxWorkers: 2},
 		},
-		ID:                          newClientID(),
-		Workers:                     ws,
+		ID:      newClientID(),
+		Workers: ws,
+		// The client's cooldown is also how often one queue's inserts
+		// notify its workers (River drops the notifications in between):
+		// at River's default 100 ms an async invocation queued soon after
+		// another waits for the queue's poll instead of starting at once.
+		FetchCooldown:               5 * time.Millisecond,
 		JobTimeout:                  rolloutTimeout,
 		RescueStuckJobsAfter:        cfg.longestTimeout() + 15*time.Minute,
 		CompletedJobRetentionPeriod: completedRetention,
