@@ -101,7 +101,8 @@ func scanAsync(row pgx.CollectableRow) (AsyncInvocation, error) {
 
 // EnqueueAsync stores a new asynchronous invocation and inserts job (its
 // delivery) in one transaction, so that what the caller acknowledges is
-// durable. hash identifies the request for its Idempotency-Key: with a key
+// durable; without a key, in a group commit with the enqueues that arrive
+// meanwhile (async_batch.go). hash identifies the request for its Idempotency-Key: with a key
 // used for the function within domain.IdempotencyWindow, nothing is stored
 // and the invocation enqueued first is returned with created false; a
 // different request under that key is EUNPROCESSABLE. A key older than the
@@ -109,9 +110,16 @@ func scanAsync(row pgx.CollectableRow) (AsyncInvocation, error) {
 //
 // Errors: EUNPROCESSABLE, EUNAVAILABLE, EINTERNAL.
 func (s *Store) EnqueueAsync(ctx context.Context, inv AsyncInvocation, hash []byte, job river.InsertManyParams) (AsyncInvocation, bool, error) {
-	headers, err := json.Marshal(inv.Request.Headers)
+	headers, err := encodeHeaders(inv.Request.Headers)
 	if err != nil {
-		return inv, false, domain.Errorf(domain.EINTERNAL, "encode headers: %v", err)
+		return inv, false, err
+	}
+	if inv.IdempotencyKey == "" {
+		if err := s.enqueueGrouped(ctx, inv, hash, headers, job); err != nil {
+			return inv, false, err
+		}
+		inv.State, inv.UpdatedAt = domain.AsyncQueued, inv.EnqueuedAt
+		return inv, true, nil
 	}
 	body := inv.Request.Body
 	if body == nil {

@@ -2,12 +2,15 @@ package store_test
 
 import (
 	"context"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/store/pgtest"
 )
 
 // TestEnqueueAsyncIdempotency: a key dedupes within the 24 h window (the
@@ -92,5 +95,45 @@ func TestClaimAsync(t *testing.T) {
 	got, res, err := s.ClaimAsync(ctx, ids[0].ID, 0, time.Hour, now, time.Minute)
 	if err != nil || res != store.Finished || got.State != domain.AsyncSucceeded || string(got.Response.Body) != "ok" || len(got.Attempts) != 1 {
 		t.Fatalf("a finished invocation: %+v %v %v", got, res, err)
+	}
+}
+
+// TestEnqueueAsyncGroups: enqueues without a key arriving together are
+// committed in groups, each stored whole with its delivery job.
+func TestEnqueueAsyncGroups(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	ctx := context.Background()
+	ns := testutil.UniqueNS(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	const n = 300
+	ids := make([]store.AsyncInvocation, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			a := store.AsyncInvocation{ID: store.NewInvocationID(now), Namespace: ns, Function: "g", EnqueuedAt: now,
+				Request: store.AsyncRequest{Method: "PUT", Path: "/p", Query: "q=1", Headers: map[string][]string{"X-N": {strconv.Itoa(i)}},
+					Body: []byte(strconv.Itoa(i))}}
+			got, created, err := s.EnqueueAsync(ctx, a, []byte{1}, noteJob("g"+strconv.Itoa(i)))
+			if err != nil || !created {
+				t.Errorf("enqueue %d: %v %v", i, created, err)
+			}
+			ids[i] = got
+		})
+	}
+	wg.Wait()
+	for i, a := range ids {
+		got, err := s.GetAsync(ctx, ns, "g", a.ID)
+		if err != nil || got.State != domain.AsyncQueued || string(got.Request.Body) != strconv.Itoa(i) ||
+			got.Request.Headers["X-N"][0] != strconv.Itoa(i) || got.Request.Method != "PUT" || got.Request.Query != "q=1" {
+			t.Fatalf("invocation %d: %+v, %v", i, got, err)
+		}
+	}
+	var jobs int
+	if err := pgtest.Pool(t).QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'store_test_note' AND args->>'token' LIKE 'g%'`).Scan(&jobs); err != nil {
+		t.Fatal(err)
+	}
+	if jobs < n {
+		t.Fatalf("%d delivery jobs, want %d", jobs, n)
 	}
 }

@@ -16,6 +16,8 @@ type Store struct {
 	// fused says the projector is Project, whose statements Tx.Append sends
 	// with the events' insert, in one round trip.
 	fused bool
+	// async commits enqueues without an Idempotency-Key in groups (async_batch.go).
+	async asyncGroups
 }
 
 // New returns a Store on pool that keeps the read models current (Project runs
