@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -120,16 +121,17 @@ func (a *asyncWorker) Work(ctx context.Context, job *river.Job[outbox.DeliverArg
 	case outcome == invoke.Succeeded:
 		return a.finish(ctx, job, inv, domain.AsyncSucceeded, &attempt, resp, "")
 	case !invoke.RetryAgain(store.InvocationAsync, outcome, f.Config.RetrySafe):
-		return a.finish(ctx, job, inv, domain.AsyncFailed, &attempt, resp, attempt.Error)
+		why := attempt.Error
+		if why == "" {
+			why = fmt.Sprintf("the function answered %d %s, which is not retried", attempt.Status, http.StatusText(attempt.Status))
+		}
+		return a.finish(ctx, job, inv, domain.AsyncFailed, &attempt, resp, why)
 	case outcome != invoke.Interrupted && inv.AttemptCount-inv.AttemptBase > policy.MaxRetries:
 		return a.finish(ctx, job, inv, domain.AsyncDead, &attempt, resp, "retries exhausted")
 	}
 	// Retried: the attempt is recorded and the invocation queued again;
 	// River works it again after NextRetry (a stop: at the next start).
-	_, err = w.store.Execute(context.WithoutCancel(ctx), meta(job.Kind, job.ID), func(tx *store.Tx) error {
-		return w.store.FinishAsyncTx(ctx, tx.Tx, inv.ID, &attempt, domain.AsyncQueued, resp, attempt.Error, w.now())
-	})
-	if err != nil {
+	if err := w.store.FinishAsync(context.WithoutCancel(ctx), inv.ID, &attempt, domain.AsyncQueued, resp, attempt.Error, w.now()); err != nil {
 		return err
 	}
 	if outcome == invoke.Interrupted {
