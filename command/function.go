@@ -3,11 +3,10 @@ package command
 import (
 	"context"
 
-	"github.com/slessio/sless/outbox"
-
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/outbox"
 	"github.com/slessio/sless/store"
 )
 

@@ -4,11 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/slessio/sless/outbox"
-
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/outbox"
 	"github.com/slessio/sless/store"
 )
 

@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/localdriver"

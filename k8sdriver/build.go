@@ -3,9 +3,8 @@ package k8sdriver
 import (
 	"context"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/k8sdriver/resources"
 )
 

@@ -3,13 +3,13 @@ package k8sdriver
 import (
 	"context"
 	"sync"
-
-	"github.com/slessio/sless/driver"
 	"time"
 
-	"github.com/slessio/sless/k8sdriver/resources"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/k8sdriver/resources"
 )
 
 // Watch implements driver.Driver: it polls the cluster for crash loops

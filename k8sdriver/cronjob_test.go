@@ -3,11 +3,11 @@ package k8sdriver
 import (
 	"testing"
 
-	"github.com/slessio/sless/driver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/k8sdriver/resources"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestSchedule applies a cron trigger, applies it again (no change),

@@ -6,13 +6,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
-	"github.com/slessio/sless/k8sdriver/resources"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/k8sdriver/resources"
 )
 
 // LabelRecorded marks a CronJob's Job whose run was reported (see

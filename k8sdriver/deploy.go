@@ -7,15 +7,15 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/slessio/sless/driver"
-
-	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/k8sdriver/resources"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/k8sdriver/resources"
 )
 
 // crashLogLines is how much of a crashed container's output goes into the error.

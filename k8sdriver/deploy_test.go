@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
-	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/k8sdriver/resources"
-	"github.com/slessio/sless/k8sdriver/testcluster"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/k8sdriver/resources"
+	"github.com/slessio/sless/k8sdriver/testcluster"
 )
 
 // TestDeploy rolls a version out, applies it again (nothing changes, no pod

@@ -5,12 +5,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
-	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/k8sdriver/resources"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/k8sdriver/resources"
 )
 
 // Driver runs functions on a Kubernetes cluster through client-go. It is

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
-	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/k8sdriver/resources"
-	"github.com/slessio/sless/k8sdriver/testcluster"
-	"github.com/slessio/sless/store/pgtest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/k8sdriver/resources"
+	"github.com/slessio/sless/k8sdriver/testcluster"
+	"github.com/slessio/sless/store/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(testcluster.Wrap(m)) }

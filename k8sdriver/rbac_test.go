@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
-	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/k8sdriver/testcluster"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/k8sdriver/testcluster"
 )
 
 // TestControlPlaneRole runs the driver as a user bound to nothing but the

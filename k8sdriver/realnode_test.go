@@ -9,17 +9,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/runtimes/runtimestest"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/ziptest"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestCronJobRunsAreReportedOnce: a cron trigger's CronJob fires on the

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
+	corev1 "k8s.io/api/core/v1"
 
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/k8sdriver/resources"
 	"github.com/slessio/sless/k8sdriver/testcluster"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // TestRemove removes a function with a served version, a running job (and

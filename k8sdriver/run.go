@@ -3,11 +3,11 @@ package k8sdriver
 import (
 	"context"
 
-	"github.com/slessio/sless/driver"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/k8sdriver/resources"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // Exit codes of a run that the container did not report itself.

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
-	"github.com/slessio/sless/k8sdriver/resources"
-	"github.com/slessio/sless/k8sdriver/testcluster"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/k8sdriver/resources"
+	"github.com/slessio/sless/k8sdriver/testcluster"
 )
 
 // TestRun runs a version as a Job: the pod is found by our own labels, its

@@ -3,12 +3,12 @@ package k8sdriver
 import (
 	"context"
 
-	"github.com/slessio/sless/driver"
-
-	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/k8sdriver/resources"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/k8sdriver/resources"
 )
 
 // ApplySchedule creates or updates the CronJob of a cron trigger; a disabled

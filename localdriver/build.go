@@ -9,9 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/runtimes"
 )
 

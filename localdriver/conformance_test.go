@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/driver/drivertest"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"

@@ -5,9 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 )
 
 // function is the HTTP workload of one function: the instance serving it and

@@ -3,9 +3,8 @@ package localdriver
 import (
 	"slices"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/runtimes"
 )
 

@@ -11,9 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/localdriver/sandbox"
 	"github.com/slessio/sless/runtimes"
 )

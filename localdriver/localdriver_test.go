@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/codestore/ziptest"

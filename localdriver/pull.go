@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 )
 
 // Each control plane keeps its builds in its own data dir, so a version

@@ -6,9 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/store/codestore/ziptest"
 )

@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/runtimes"
 )
 

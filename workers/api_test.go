@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/slessio/sless/outbox"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/outbox"
 	"github.com/slessio/sless/store"
 )
 

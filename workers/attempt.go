@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/invoke"
 	"github.com/slessio/sless/store"
 )

@@ -8,14 +8,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/slessio/sless/command"
-	"github.com/slessio/sless/outbox"
-
-	"github.com/slessio/sless/driver"
-
 	"github.com/riverqueue/river"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/outbox"
 	"github.com/slessio/sless/store"
 )
 

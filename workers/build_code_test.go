@@ -12,12 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/store/codestore/ziptest"

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 )
 
 func TestBuildSucceedsActivatesAndRollsOut(t *testing.T) {

@@ -7,13 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/outbox"
-
-	"github.com/slessio/sless/driver"
-
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/outbox"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/workers"
 )

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/slessio/sless/outbox"
-
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/outbox"
 )
 
 // cleanupWorker removes what a deleted function leaves behind: every workload,

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/store/codestore/ziptest"

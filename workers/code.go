@@ -5,9 +5,8 @@ import (
 	"context"
 	"io"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/store/codestore"
 )
 

@@ -6,15 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/slessio/sless/outbox"
-
-	"github.com/slessio/sless/driver"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/outbox"
 	"github.com/slessio/sless/store"
 )
 

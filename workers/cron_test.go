@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/workers"
 )

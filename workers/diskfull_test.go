@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 )
 
 // TestBuildOnAFullDisk: a build the driver cannot run for want of disk

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/slessio/sless/outbox"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/outbox"
 	"github.com/slessio/sless/store"
 )
 

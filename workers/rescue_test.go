@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/workers"
 )

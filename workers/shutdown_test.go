@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/workers"
 )

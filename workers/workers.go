@@ -8,10 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/slessio/sless/outbox"
-
-	"github.com/slessio/sless/driver"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
@@ -20,7 +16,9 @@ import (
 
 	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/invoke"
+	"github.com/slessio/sless/outbox"
 	"github.com/slessio/sless/store"
 )
 

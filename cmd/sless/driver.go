@@ -6,13 +6,12 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/slessio/sless/driver"
-
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/k8sdriver"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox"

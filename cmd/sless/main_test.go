@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/localdriver/sandbox"
 	"github.com/slessio/sless/store/pgtest"

@@ -16,14 +16,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/driver"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"riverqueue.com/riverui"
 
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/httpapi"
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/proxy"

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store/codestore"
 )

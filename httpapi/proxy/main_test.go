@@ -17,12 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/httpapi/proxy"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/store"

@@ -5,9 +5,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/store"
 )
 

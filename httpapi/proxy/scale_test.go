@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
 	"github.com/google/uuid"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/httpapi/proxy"
 	"github.com/slessio/sless/store"
 )

@@ -13,13 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slessio/sless/driver"
-
-	"github.com/slessio/sless/domain"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/slessio/sless/driver"
-
 	batchv1 "k8s.io/api/batch/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+
+	"github.com/slessio/sless/driver"
 )
 
 // CronJob returns the CronJob of a cron trigger: runs never overlap, a

@@ -3,13 +3,13 @@ package resources
 import (
 	"strconv"
 
-	"github.com/slessio/sless/driver"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	"github.com/slessio/sless/driver"
 )
 
 // serverSelector selects the server pods of a function, whatever their version.

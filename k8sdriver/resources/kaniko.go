@@ -5,13 +5,13 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/slessio/sless/driver"
-
-	"github.com/slessio/sless/runtimes"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/runtimes"
 )
 
 // Keys of the S3 credentials Secret in the build namespace.

@@ -4,13 +4,13 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/slessio/sless/driver"
-
-	"github.com/slessio/sless/domain"
-	"github.com/slessio/sless/runtimes"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/runtimes"
 )
 
 // runAsID is the user and group of function containers; the runtime images

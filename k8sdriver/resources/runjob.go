@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/slessio/sless/driver"
-
-	"github.com/slessio/sless/runtimes"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/runtimes"
 )
 
 // EventKey is the variable that carries a run's event to the container,

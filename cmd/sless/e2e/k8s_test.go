@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/k8sdriver/testcluster"
 	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/store/pgtest"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestQuickStartOnKubernetes runs the README's quick start through the CLI
