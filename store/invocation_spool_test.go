@@ -180,6 +180,22 @@ func recordN(t *testing.T, w *store.InvocationWriter, ns string, n int) {
 	}
 }
 
+// spoolWhileDown records n invocations in batches of batch through a
+// writer that stopped while the database was away: they are all in the
+// spool dir the writer had.
+func spoolWhileDown(t *testing.T, batch, n int) (*dbLink, *store.Store, string, string, *store.InvocationWriter) {
+	t.Helper()
+	link, s, ns := newLinkedStore(t)
+	dir := t.TempDir()
+	link.Cut()
+	w := s.NewInvocationWriter(store.InvocationWriterOptions{BatchSize: batch, SpoolDir: dir, Logger: discardLogger()})
+	recordN(t, w, ns, n)
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return link, s, ns, dir, w
+}
+
 func spoolFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	m, err := filepath.Glob(filepath.Join(dir, "*.copy"))
@@ -241,14 +257,7 @@ func TestInvocationLogSurvivesTheDatabaseGoingAway(t *testing.T) {
 func TestInvocationSpoolIsWrittenByTheNextProcessOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	link, s, ns := newLinkedStore(t)
-	dir := t.TempDir()
-	link.Cut()
-	w := s.NewInvocationWriter(store.InvocationWriterOptions{BatchSize: 300, SpoolDir: dir, Logger: discardLogger()})
-	recordN(t, w, ns, 1000)
-	if err := w.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	link, s, ns, dir, w := spoolWhileDown(t, 300, 1000)
 	files := spoolFiles(t, dir)
 	if st := w.Stats(); st.Spooled != 1000 || len(files) < 4 {
 		t.Fatalf("stats %+v, %d files; want 1000 records spooled in batches of at most 300", st, len(files))
@@ -380,14 +389,7 @@ func TestInvocationLogKeepsTakingRecordsWhileTheDatabaseHangs(t *testing.T) {
 func TestInvocationSpoolFromBeforeAsyncColumns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	link, s, ns := newLinkedStore(t)
-	dir := t.TempDir()
-	link.Cut()
-	w := s.NewInvocationWriter(store.InvocationWriterOptions{BatchSize: 100, SpoolDir: dir, Logger: discardLogger()})
-	recordN(t, w, ns, 250)
-	if err := w.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	link, s, ns, dir, _ := spoolWhileDown(t, 100, 250)
 	for _, f := range spoolFiles(t, dir) {
 		b, err := os.ReadFile(f)
 		if err != nil {
