@@ -123,7 +123,7 @@ func (a *asyncWorker) Work(ctx context.Context, job *river.Job[outbox.DeliverArg
 	case !invoke.RetryAgain(store.InvocationAsync, outcome, f.Config.RetrySafe):
 		why := attempt.Error
 		if why == "" {
-			why = fmt.Sprintf("the function answered %d %s, which is not retried", attempt.Status, http.StatusText(attempt.Status))
+			why = fmt.Sprintf("the function answered %d %s", attempt.Status, http.StatusText(attempt.Status)) // final: not retried
 		}
 		return a.finish(ctx, job, inv, domain.AsyncFailed, &attempt, resp, why)
 	case outcome != invoke.Interrupted && inv.AttemptCount-inv.AttemptBase > policy.MaxRetries:
