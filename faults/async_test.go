@@ -48,7 +48,8 @@ def handle(event):
         headers = event.get("_headers", {})
         if event.get("mode") == "fail" or n <= event.get("fail", 0):
             return {"statusCode": 500, "body": {"failed": n, "async_id": headers.get("x-sless-async-id")}}
-        return {"ok": key, "n": n, "async_id": headers.get("x-sless-async-id"), "attempt": headers.get("x-sless-attempt")}
+        return {"ok": key, "n": n, "async_id": headers.get("x-sless-async-id"), "attempt": headers.get("x-sless-attempt"),
+                "xff": headers.get("x-forwarded-for"), "xfh": headers.get("x-forwarded-host")}
     finally:
         with _lock:
             _running -= 1
@@ -160,6 +161,8 @@ func asyncRetries(t *testing.T, w *world, tn *tenant, c *client.Client) {
 	var saw struct {
 		AsyncID string `json:"async_id"`
 		Attempt string `json:"attempt"`
+		XFF     string `json:"xff"`
+		XFH     string `json:"xfh"`
 	}
 	if inv.Response != nil {
 		_ = json.Unmarshal([]byte(inv.Response.Body), &saw)
@@ -173,8 +176,9 @@ func asyncRetries(t *testing.T, w *world, tn *tenant, c *client.Client) {
 		base := time.Second << (i - 1)
 		ok = ok && gap >= base/2-50*time.Millisecond && gap < base*3/2+2*time.Second
 	}
-	promise(t, scenario, "fails twice, then succeeds: 3 attempts, each in the invocation log, backoff within bounds; the function sees the id and attempt",
-		ok && inv.State == "succeeded" && statuses(inv) == "500 500 200" && log == "1:500 2:500 3:200" && saw.AsyncID == id && saw.Attempt == "3",
+	promise(t, scenario, "fails twice, then succeeds: 3 attempts, each in the invocation log, backoff within bounds; the function sees the id, the attempt and who called",
+		ok && inv.State == "succeeded" && statuses(inv) == "500 500 200" && log == "1:500 2:500 3:200" && saw.AsyncID == id && saw.Attempt == "3" &&
+			saw.XFF == "127.0.0.1" && saw.XFH != "",
 		"state %s, attempts [%s], log rows [%s], gaps %v (bounds [0.5, 1.5) s and [1, 3) s, +2 s of polling); the function saw %+v",
 		inv.State, statuses(inv), log, gaps, saw)
 }

@@ -92,7 +92,7 @@ func ReadAsync(r *http.Request, path string, maxBody int64, owner bool) (store.A
 		headers[k] = v
 	}
 	return store.AsyncRequest{Method: r.Method, Path: path, Query: r.URL.RawQuery, Headers: headers, Body: body,
-		CallbackURL: r.Header.Get(CallbackHeader)}, key, nil
+		CallbackURL: r.Header.Get(CallbackHeader), RemoteAddr: r.RemoteAddr, Host: r.Host}, key, nil
 }
 
 // TooLarge is the ETOOLARGE of a body over limit bytes.

@@ -31,6 +31,9 @@ type Call struct {
 	Query               string
 	Header              http.Header
 	Body                []byte
+	// RemoteAddr and Host are the original caller's peer and Host, which
+	// the proxy forwards (X-Forwarded-For, -Host) as for that caller.
+	RemoteAddr, Host string
 	// AsyncID and Attempt name an attempt of an asynchronous invocation,
 	// recorded with it in the invocation log.
 	AsyncID uuid.UUID

@@ -26,6 +26,9 @@ type AsyncRequest struct {
 	Body    []byte
 	// CallbackURL receives the final response, if set.
 	CallbackURL string
+	// RemoteAddr and Host are the caller's peer (ip:port) and Host: each
+	// delivery forwards them as the synchronous call would have.
+	RemoteAddr, Host string
 }
 
 // AsyncAttempt is one delivery attempt; Status 0 means no answer (Error says why).
@@ -69,7 +72,7 @@ type AsyncInvocation struct {
 }
 
 const asyncColumns = `id, namespace, function, coalesce(idempotency_key, ''), method, path, query, headers, body,
-	callback_url, state, attempts, attempt_count, attempt_base, response_status, response_headers, response_body, error, callback_state,
+	callback_url, remote_addr, host, state, attempts, attempt_count, attempt_base, response_status, response_headers, response_body, error, callback_state,
 	enqueued_at, coalesce(requeued_at, enqueued_at), updated_at, finished_at`
 
 func scanAsync(row pgx.CollectableRow) (AsyncInvocation, error) {
@@ -78,7 +81,7 @@ func scanAsync(row pgx.CollectableRow) (AsyncInvocation, error) {
 	var headers, attempts, respHeaders []byte
 	var finished pgtype.Timestamptz
 	err := row.Scan(&id, &a.Namespace, &a.Function, &a.IdempotencyKey, &a.Request.Method, &a.Request.Path,
-		&a.Request.Query, &headers, &a.Request.Body, &a.Request.CallbackURL, &a.State, &attempts, &a.AttemptCount, &a.AttemptBase,
+		&a.Request.Query, &headers, &a.Request.Body, &a.Request.CallbackURL, &a.Request.RemoteAddr, &a.Request.Host, &a.State, &attempts, &a.AttemptCount, &a.AttemptBase,
 		&a.Response.Status, &respHeaders, &a.Response.Body, &a.Error, &a.CallbackState, &a.EnqueuedAt, &a.AgeFrom, &a.UpdatedAt, &finished)
 	if err != nil {
 		return a, err
@@ -136,11 +139,11 @@ func (s *Store) EnqueueAsync(ctx context.Context, inv AsyncInvocation, hash []by
 	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it does nothing
 	for range 2 {
 		tag, err := tx.Exec(ctx, `INSERT INTO async_invocations (id, namespace, function, idempotency_key, request_hash,
-				method, path, query, headers, body, callback_url, state, enqueued_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $12)
+				method, path, query, headers, body, callback_url, remote_addr, host, state, enqueued_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'queued', $14, $14)
 			ON CONFLICT (namespace, function, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
 			inv.ID, inv.Namespace, inv.Function, key, hash, inv.Request.Method, inv.Request.Path,
-			inv.Request.Query, headers, body, inv.Request.CallbackURL, inv.EnqueuedAt)
+			inv.Request.Query, headers, body, inv.Request.CallbackURL, inv.Request.RemoteAddr, inv.Request.Host, inv.EnqueuedAt)
 		if err != nil {
 			return inv, false, dbError("enqueue async invocation", err)
 		}

@@ -94,13 +94,13 @@ func (s *Store) commitGroup(group []*asyncEnqueue) error {
 			body = []byte{} // bytea NOT NULL
 		}
 		rows[i] = []any{e.inv.ID, e.inv.Namespace, e.inv.Function, e.hash, e.inv.Request.Method, e.inv.Request.Path,
-			e.inv.Request.Query, json.RawMessage(e.headers), body, e.inv.Request.CallbackURL, string(domain.AsyncQueued),
-			e.inv.EnqueuedAt, e.inv.EnqueuedAt}
+			e.inv.Request.Query, json.RawMessage(e.headers), body, e.inv.Request.CallbackURL, e.inv.Request.RemoteAddr,
+			e.inv.Request.Host, string(domain.AsyncQueued), e.inv.EnqueuedAt, e.inv.EnqueuedAt}
 		jobs[i] = e.job
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"async_invocations"}, []string{"id", "namespace", "function", "request_hash",
-			"method", "path", "query", "headers", "body", "callback_url", "state", "enqueued_at", "updated_at"},
+			"method", "path", "query", "headers", "body", "callback_url", "remote_addr", "host", "state", "enqueued_at", "updated_at"},
 			pgx.CopyFromRows(rows)); err != nil {
 			return err
 		}

@@ -98,7 +98,7 @@ func (a *asyncWorker) Work(ctx context.Context, job *river.Job[outbox.DeliverArg
 	started := w.now()
 	result, err := w.cfg.Invoker.Invoke(ctx, invoke.Call{Namespace: inv.Namespace, Function: inv.Function, Kind: store.InvocationAsync,
 		Method: inv.Request.Method, Path: inv.Request.Path, Query: inv.Request.Query, Header: inv.Request.Headers,
-		Body: inv.Request.Body, AsyncID: inv.ID, Attempt: inv.AttemptCount})
+		Body: inv.Request.Body, RemoteAddr: inv.Request.RemoteAddr, Host: inv.Request.Host, AsyncID: inv.ID, Attempt: inv.AttemptCount})
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		return nil
 	}

@@ -80,7 +80,7 @@ func (p *Proxy) Invoke(ctx context.Context, c invoke.Call) (invoke.Result, error
 	if err != nil {
 		return invoke.Result{}, domain.Errorf(domain.EINVALID, "the stored request cannot be sent: %v", err)
 	}
-	r.URL = u
+	r.URL, r.RemoteAddr, r.Host = u, c.RemoteAddr, c.Host
 	r.Header = c.Header.Clone()
 	if r.Header == nil {
 		r.Header = http.Header{}

@@ -19,6 +19,8 @@ CREATE TABLE async_invocations (
     headers          jsonb       NOT NULL DEFAULT '{}',
     body             bytea       NOT NULL DEFAULT '',
     callback_url     text        NOT NULL DEFAULT '',
+    remote_addr      text        NOT NULL DEFAULT '',   -- the caller's peer and Host, for the X-Forwarded-* of each delivery
+    host             text        NOT NULL DEFAULT '',
     state            text        NOT NULL,
     attempts         jsonb       NOT NULL DEFAULT '[]',
     attempt_count    int         NOT NULL DEFAULT 0,
