@@ -65,7 +65,7 @@ func (s *Server) enqueueInvoke(c echo.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	invoke.WriteAccepted(c.Response(), inv, created)
+	wire.WriteAccepted(c.Response(), inv.Namespace, inv.Function, inv.ID.String(), string(inv.State), created)
 	return nil
 }
 
@@ -164,7 +164,7 @@ func (s *Server) retryDeadLetter(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set(echo.HeaderLocation, invoke.OutcomePath(ref.Namespace, ref.Name, id.String()))
+	c.Response().Header().Set(echo.HeaderLocation, wire.OutcomePath(ref.Namespace, ref.Name, id.String()))
 	return c.JSON(http.StatusAccepted, newAsyncInvocation(inv))
 }
 

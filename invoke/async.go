@@ -1,7 +1,6 @@
 package invoke
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -98,34 +97,4 @@ func ReadAsync(r *http.Request, path string, maxBody int64, owner bool) (store.A
 // TooLarge is the ETOOLARGE of a body over limit bytes.
 func TooLarge(limit int64) error {
 	return domain.Errorf(domain.ETOOLARGE, "the request body is larger than %d bytes", limit)
-}
-
-// Accepted is the answer to an enqueue: 202 with the new invocation's id,
-// or 200 with the state of the one an Idempotency-Key named.
-type Accepted struct {
-	InvocationID string `json:"invocation_id"`
-	State        string `json:"state"`
-}
-
-// OutcomePath is where the owner reads an invocation's outcome.
-func OutcomePath(ns, function, id string) string {
-	return "/v1/namespaces/" + ns + "/functions/" + function + "/invocations/" + id
-}
-
-// WriteAccepted writes the answer to an enqueue of inv: 202 when created,
-// 200 for a repeat under its Idempotency-Key; Location names its outcome.
-func WriteAccepted(w http.ResponseWriter, inv store.AsyncInvocation, created bool) {
-	id := inv.ID.String()
-	status := http.StatusOK
-	if created {
-		status = http.StatusAccepted
-	}
-	body, _ := json.Marshal(Accepted{InvocationID: id, State: string(inv.State)})
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Location", OutcomePath(inv.Namespace, inv.Function, id))
-	h.Set("X-Sless-Invocation-Id", id)
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
 }

@@ -87,12 +87,11 @@ func (c *Client) InvokeAsync(ctx context.Context, function string, body []byte, 
 // Errors: CodeNotFound (also for an id of the invocation log that is not
 // asynchronous: GetInvocation reads those).
 func (c *Client) GetAsyncInvocation(ctx context.Context, function, id string) (*AsyncInvocation, error) {
-	var raw json.RawMessage
-	if _, err := c.doJSON(ctx, routeGetInvocation, nil, &raw, function, id); err != nil {
+	var out AsyncInvocation // a record of the log decodes without an invocation_id
+	if _, err := c.doJSON(ctx, routeGetInvocation, nil, &out, function, id); err != nil {
 		return nil, err
 	}
-	var out AsyncInvocation
-	if err := json.Unmarshal(raw, &out); err != nil || out.InvocationID == "" {
+	if out.InvocationID == "" {
 		return nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
 			Message: fmt.Sprintf("invocation %q of %s is not asynchronous", id, function)}
 	}

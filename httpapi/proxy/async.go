@@ -9,6 +9,7 @@ import (
 
 	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/invoke"
 	"github.com/slessio/sless/store"
 )
@@ -59,7 +60,7 @@ func (p *Proxy) enqueue(w http.ResponseWriter, r *http.Request, k fnKey, sub str
 		return
 	}
 	p.metrics.asyncEnqueued.Inc()
-	invoke.WriteAccepted(w, inv, created)
+	wire.WriteAccepted(w, inv.Namespace, inv.Function, inv.ID.String(), string(inv.State), created)
 }
 
 // Invoke implements invoke.Invoker: it sends c's request to the function

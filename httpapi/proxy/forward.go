@@ -181,7 +181,7 @@ func (p *Proxy) newCall(w http.ResponseWriter, e *entry, cfg *routeCfg, path str
 func (p *Proxy) send(rec *recorder, r *http.Request, c *call, cfg *routeCfg) {
 	e := c.e
 	if r.ContentLength > p.cfg.MaxBodyBytes {
-		p.refuse(rec, r, c, "too_large", tooLarge(p.cfg.MaxBodyBytes))
+		p.refuse(rec, r, c, "too_large", invoke.TooLarge(p.cfg.MaxBodyBytes))
 		return
 	}
 	// Admitted: counted in flight from here, waiting for a start included,
@@ -200,7 +200,7 @@ func (p *Proxy) send(rec *recorder, r *http.Request, c *call, cfg *routeCfg) {
 			if errors.Is(err, errBodyTooLarge) {
 				c.bytesIn = sp.n
 				sp.Close()
-				p.fail(rec, c, "too_large", tooLarge(p.cfg.MaxBodyBytes))
+				p.fail(rec, c, "too_large", invoke.TooLarge(p.cfg.MaxBodyBytes))
 				return
 			}
 			c.status, c.errText = statusClientGone, "the request body could not be read: "+err.Error()
@@ -398,10 +398,6 @@ func recordText(err error) string {
 		return h.detail
 	}
 	return domain.ErrorMessage(err)
-}
-
-func tooLarge(limit int64) error {
-	return domain.Errorf(domain.ETOOLARGE, "the request body is larger than %d bytes", limit)
 }
 
 // upstreamError answers a request the function did not: 504 past its

@@ -1,6 +1,10 @@
 package wire
 
-import "time"
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
 
 // Accepted is the answer to an asynchronous enqueue: 202 with the new
 // invocation's id (its outcome at the Location header), or 200 with the
@@ -8,6 +12,29 @@ import "time"
 type Accepted struct {
 	InvocationID string `json:"invocation_id"`
 	State        string `json:"state" doc:"queued, running, succeeded, failed or dead_lettered"`
+}
+
+// OutcomePath is where the owner reads an invocation's outcome.
+func OutcomePath(ns, function, id string) string {
+	return "/v1/namespaces/" + ns + "/functions/" + function + "/invocations/" + id
+}
+
+// WriteAccepted writes the answer to an enqueue of invocation id of
+// ns/function (the proxy's /fn and the API's invoke): 202 when created, 200
+// for a repeat under its Idempotency-Key; Location names its outcome.
+func WriteAccepted(w http.ResponseWriter, ns, function, id, state string, created bool) {
+	status := http.StatusOK
+	if created {
+		status = http.StatusAccepted
+	}
+	body, _ := json.Marshal(Accepted{InvocationID: id, State: state})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Location", OutcomePath(ns, function, id))
+	h.Set("X-Sless-Invocation-Id", id)
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
 }
 
 // AsyncInvocation is an asynchronous invocation: its request, where it is,

@@ -9,5 +9,7 @@
 // the served document.
 //
 // The package imports only the standard library and domain; the conversions
-// from domain and store values live in httpapi.
+// from domain and store values live in httpapi. One answer is written here
+// (WriteAccepted, the 202 of an asynchronous enqueue), since both the API
+// and the /fn proxy send it.
 package wire
