@@ -52,6 +52,9 @@ type FunctionPatch struct {
 	MaxConcurrency *int
 	RetrySafe      *bool
 	Async          *AsyncPatch
+	MinInstances   *int
+	MaxInstances   *int
+	Concurrency    *int
 }
 
 // AsyncPatch is a partial async configuration: the fields that are not nil
@@ -74,7 +77,7 @@ func (p AsyncPatch) Over(cur domain.AsyncConfig) domain.AsyncConfig {
 func (p FunctionPatch) over(cur domain.FunctionConfig) domain.FunctionSpec {
 	spec := domain.FunctionSpec{Runtime: string(cur.Runtime), Entrypoint: cur.Entrypoint,
 		MemoryMB: cur.MemoryMB, TimeoutSec: cur.TimeoutSec, EnvVars: cur.EnvVars, MaxConcurrency: cur.MaxConcurrency,
-		RetrySafe: cur.RetrySafe, Async: cur.Async}
+		RetrySafe: cur.RetrySafe, Async: cur.Async, Scale: cur.Scale}
 	if p.Runtime != nil && *p.Runtime != spec.Runtime {
 		if cur.Entrypoint == domain.DefaultEntrypoint(cur.Runtime) {
 			spec.Entrypoint = ""
@@ -87,6 +90,9 @@ func (p FunctionPatch) over(cur domain.FunctionConfig) domain.FunctionSpec {
 	set(&spec.EnvVars, p.EnvVars)
 	set(&spec.MaxConcurrency, p.MaxConcurrency)
 	set(&spec.RetrySafe, p.RetrySafe)
+	set(&spec.Scale.MinInstances, p.MinInstances)
+	set(&spec.Scale.MaxInstances, p.MaxInstances)
+	set(&spec.Scale.Concurrency, p.Concurrency)
 	if p.Async != nil {
 		a := p.Async.Over(cur.AsyncPolicy())
 		spec.Async = &a

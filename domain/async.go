@@ -44,9 +44,10 @@ func (c FunctionConfig) AsyncPolicy() AsyncConfig {
 }
 
 // runsLike says whether c and o run a function alike: equal but for their
-// async configuration, which belongs to the function and not to a version.
+// async and scale configurations, which belong to the function and not to
+// a version.
 func (c FunctionConfig) runsLike(o FunctionConfig) bool {
-	c.Async = o.Async
+	c.Async, c.Scale = o.Async, o.Scale
 	return c.Equal(o)
 }
 

@@ -58,13 +58,15 @@ type FunctionConfig struct {
 	// Async is how asynchronous invocations are delivered; nil takes the
 	// defaults (AsyncPolicy).
 	Async *AsyncConfig `json:"async,omitempty"`
+	// Scale is how many instances run and how many requests each takes.
+	Scale ScaleConfig `json:"scale,omitzero"`
 }
 
 // Equal reports whether two configurations are the same (nil and empty env alike).
 func (c FunctionConfig) Equal(o FunctionConfig) bool {
 	return c.Runtime == o.Runtime && c.Entrypoint == o.Entrypoint && c.MemoryMB == o.MemoryMB &&
 		c.TimeoutSec == o.TimeoutSec && c.MaxConcurrency == o.MaxConcurrency && c.RetrySafe == o.RetrySafe && maps.Equal(c.EnvVars, o.EnvVars) &&
-		c.AsyncPolicy() == o.AsyncPolicy()
+		c.AsyncPolicy() == o.AsyncPolicy() && c.Scale == o.Scale
 }
 
 // FunctionSpec is a requested configuration; zero values take the defaults.
@@ -80,6 +82,8 @@ type FunctionSpec struct {
 	RetrySafe bool
 	// Async: see FunctionConfig.Async; nil takes the defaults.
 	Async *AsyncConfig
+	// Scale: see FunctionConfig.Scale.
+	Scale ScaleConfig
 }
 
 // Config validates the spec, fills in defaults and returns the configuration.
@@ -90,7 +94,7 @@ func (s FunctionSpec) Config() (FunctionConfig, error) {
 		return FunctionConfig{}, err
 	}
 	c := FunctionConfig{Runtime: rt, Entrypoint: s.Entrypoint, MemoryMB: s.MemoryMB, TimeoutSec: s.TimeoutSec,
-		EnvVars: maps.Clone(s.EnvVars), MaxConcurrency: s.MaxConcurrency, RetrySafe: s.RetrySafe}
+		EnvVars: maps.Clone(s.EnvVars), MaxConcurrency: s.MaxConcurrency, RetrySafe: s.RetrySafe, Scale: s.Scale}
 	if c.Entrypoint == "" {
 		c.Entrypoint = DefaultEntrypoint(rt)
 	}
@@ -116,6 +120,9 @@ func (s FunctionSpec) Config() (FunctionConfig, error) {
 		return FunctionConfig{}, FieldErrorf("max_concurrency", "%d is out of range; use 1 to %d requests at once, or 0 for the platform's default", c.MaxConcurrency, MaxConcurrency)
 	}
 	if err := ValidateEnvVars(c.EnvVars); err != nil {
+		return FunctionConfig{}, err
+	}
+	if err := c.Scale.validate(); err != nil {
 		return FunctionConfig{}, err
 	}
 	if s.Async != nil {
@@ -275,12 +282,12 @@ func (f *Function) Apply(ev Event) {
 		// GET shows and a PUT merges over is what runs. A build activates
 		// the newest version, whose configuration is already the function's
 		// unless a runtime change (which waits for code) came after it.
-		// The async configuration is the function's, not a version's: it
-		// stays as it is.
+		// The async and scale configurations are the function's, not a
+		// version's: they stay as they are.
 		if v := f.version(e.Version); v != nil && e.Reason != ActivationBuild {
-			async := f.Config.Async
+			async, scale := f.Config.Async, f.Config.Scale
 			f.Config = v.Config
-			f.Config.Async = async
+			f.Config.Async, f.Config.Scale = async, scale
 		}
 	case RolloutCompleted:
 		if e.Version == f.ActiveVersion {
@@ -355,9 +362,9 @@ func (f *Function) UpdateConfig(spec FunctionSpec, now time.Time) ([]Event, erro
 	}
 	evs := []Event{FunctionConfigUpdated{Config: cfg, At: now}}
 	if cfg.runsLike(f.Config) {
-		// Only how asynchronous invocations are delivered changed: the
-		// async worker reads it from the function, nothing runs
-		// differently, so no version is made.
+		// Only how asynchronous invocations are delivered or how many
+		// instances run changed: the async worker and the scaler read it
+		// from the function, the code runs alike, so no version is made.
 		return evs, nil
 	}
 	if cur, ok := f.currentCode(); ok && cur.Config.Runtime == cfg.Runtime {

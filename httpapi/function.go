@@ -22,6 +22,7 @@ func newFunction(f domain.Function) wire.Function {
 		MemoryMB: f.Config.MemoryMB, TimeoutSec: f.Config.TimeoutSec, EnvVars: env, MaxConcurrency: f.Config.MaxConcurrency,
 		RetrySafe: f.Config.RetrySafe, Phase: f.Phase, Message: f.Message, LastBuildFailure: buildFailure(f.LastBuildFailure),
 		ActiveVersion: f.ActiveVersion, ServingVersion: f.ServingVersion, Async: newAsyncConfig(f.Config.AsyncPolicy()),
+		MinInstances: f.Config.Scale.MinInstances, MaxInstances: f.Config.Scale.MaxInstances, Concurrency: f.Config.Scale.Concurrency,
 		CreatedAt: pgTime(f.CreatedAt), LastBuiltAt: optionalTime(f.LastBuiltAt),
 	}
 }
@@ -62,7 +63,8 @@ func pgTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 // patchOf is the partial configuration an update request gives.
 func patchOf(r wire.UpdateFunctionRequest) command.FunctionPatch {
 	return command.FunctionPatch{Runtime: r.Runtime, Entrypoint: r.Entrypoint, MemoryMB: r.MemoryMB, TimeoutSec: r.TimeoutSec,
-		EnvVars: r.EnvVars, MaxConcurrency: r.MaxConcurrency, RetrySafe: r.RetrySafe, Async: asyncPatchOf(r.Async)}
+		EnvVars: r.EnvVars, MaxConcurrency: r.MaxConcurrency, RetrySafe: r.RetrySafe, Async: asyncPatchOf(r.Async),
+		MinInstances: r.MinInstances, MaxInstances: r.MaxInstances, Concurrency: r.Concurrency}
 }
 
 func (s *Server) registerFunctionRoutes(g *echo.Group) {
@@ -103,7 +105,8 @@ func (s *Server) createFunction(c echo.Context) error {
 		Namespace: c.Param("ns"), Name: req.Name,
 		Spec: domain.FunctionSpec{Runtime: req.Runtime, Entrypoint: req.Entrypoint, MemoryMB: req.MemoryMB,
 			TimeoutSec: req.TimeoutSec, EnvVars: req.EnvVars, MaxConcurrency: req.MaxConcurrency, RetrySafe: req.RetrySafe,
-			Async: asyncSpec(req.Async)}})
+			Async: asyncSpec(req.Async),
+			Scale: domain.ScaleConfig{MinInstances: req.MinInstances, MaxInstances: req.MaxInstances, Concurrency: req.Concurrency}}})
 	if err != nil {
 		return err
 	}

@@ -121,15 +121,18 @@ func projectFunction(b *pgx.Batch, evs []Event, des []domain.Event, f *domain.Fu
 		}
 		b.Queue(`INSERT INTO functions (namespace, name, runtime, entrypoint, memory_mb, timeout_sec, env_vars, max_concurrency, retry_safe,
 		                                phase, message, active_version, serving_version, endpoint, created_at, last_built_at,
-		                                last_build_failure_version, last_build_failure_message, rollout_failure, async)
-		         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+		                                last_build_failure_version, last_build_failure_message, rollout_failure, async,
+		                                min_instances, max_instances, concurrency)
+		         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
 		         ON CONFLICT (namespace, name) DO UPDATE SET runtime = $3, entrypoint = $4, memory_mb = $5, timeout_sec = $6, env_vars = $7,
 		             max_concurrency = $8, retry_safe = $9, phase = $10, message = $11, active_version = $12, serving_version = $13,
 		             endpoint = $14, created_at = $15, last_built_at = $16, last_build_failure_version = $17,
-		             last_build_failure_message = $18, rollout_failure = $19, async = $20`,
+		             last_build_failure_message = $18, rollout_failure = $19, async = $20,
+		             min_instances = $21, max_instances = $22, concurrency = $23`,
 			ns, name, string(c.Runtime), c.Entrypoint, c.MemoryMB, c.TimeoutSec, env, c.MaxConcurrency, c.RetrySafe,
 			string(f.Phase), f.Message, f.ActiveVersion, f.ServingVersion, f.Endpoint, f.CreatedAt, nullTime(f.LastBuiltAt),
-			f.LastBuildFailure.Version, f.LastBuildFailure.Message, f.RolloutFailure, async)
+			f.LastBuildFailure.Version, f.LastBuildFailure.Message, f.RolloutFailure, async,
+			c.Scale.MinInstances, c.Scale.MaxInstances, c.Scale.Concurrency)
 		for _, v := range f.Versions {
 			if !touched[v.Number] {
 				continue

@@ -16,7 +16,8 @@ import (
 // named scan function per table.
 
 const functionColumns = `namespace, name, runtime, entrypoint, memory_mb, timeout_sec, env_vars, max_concurrency, retry_safe, phase, message,
-	active_version, endpoint, serving_version, created_at, last_built_at, last_build_failure_version, last_build_failure_message, rollout_failure, async`
+	active_version, endpoint, serving_version, created_at, last_built_at, last_build_failure_version, last_build_failure_message, rollout_failure, async,
+	min_instances, max_instances, concurrency`
 
 func scanFunction(row pgx.CollectableRow) (domain.Function, error) {
 	var f domain.Function
@@ -24,7 +25,8 @@ func scanFunction(row pgx.CollectableRow) (domain.Function, error) {
 	var built *time.Time
 	err := row.Scan(&f.Namespace, &f.Name, &f.Config.Runtime, &f.Config.Entrypoint, &f.Config.MemoryMB, &f.Config.TimeoutSec,
 		&env, &f.Config.MaxConcurrency, &f.Config.RetrySafe, &f.Phase, &f.Message, &f.ActiveVersion, &f.Endpoint, &f.ServingVersion, &f.CreatedAt, &built,
-		&f.LastBuildFailure.Version, &f.LastBuildFailure.Message, &f.RolloutFailure, &async)
+		&f.LastBuildFailure.Version, &f.LastBuildFailure.Message, &f.RolloutFailure, &async,
+		&f.Config.Scale.MinInstances, &f.Config.Scale.MaxInstances, &f.Config.Scale.Concurrency)
 	if err != nil {
 		return f, err
 	}

@@ -29,8 +29,11 @@ type Route struct {
 	TimeoutSec    int
 	// MaxConcurrency is the function's max_concurrency; 0 means the proxy's default.
 	MaxConcurrency int
-	HTTPTriggers   int  // how many http triggers the function has
-	HTTPEnabled    bool // whether any of them is enabled
+	// Runtime and Scale are how the function scales (Scale's zeros: the defaults).
+	Runtime      domain.Runtime
+	Scale        domain.ScaleConfig
+	HTTPTriggers int  // how many http triggers the function has
+	HTTPEnabled  bool // whether any of them is enabled
 }
 
 // routeSelect reads routes; routeQuery is every route, routesOfQuery those of
@@ -39,7 +42,7 @@ type Route struct {
 // name, not by the type table: routes are the invoke proxy's, which serves
 // HTTP (a type it served too would be added here, see domain/doc.go).
 const routeSelect = `SELECT f.namespace, f.name, f.phase, f.message, f.active_version, f.endpoint, f.timeout_sec, f.max_concurrency,
-		count(t.name), coalesce(bool_or(t.enabled), false)
+		f.runtime, f.min_instances, f.max_instances, f.concurrency, count(t.name), coalesce(bool_or(t.enabled), false)
 	FROM functions f
 	LEFT JOIN triggers t ON t.namespace = f.namespace AND t.function = f.name AND t.type = '` + string(domain.TriggerHTTP) + `'`
 
@@ -53,7 +56,7 @@ const (
 func scanRoute(row pgx.CollectableRow) (Route, error) {
 	var r Route
 	err := row.Scan(&r.Namespace, &r.Function, &r.Phase, &r.Message, &r.ActiveVersion, &r.Endpoint, &r.TimeoutSec, &r.MaxConcurrency,
-		&r.HTTPTriggers, &r.HTTPEnabled)
+		&r.Runtime, &r.Scale.MinInstances, &r.Scale.MaxInstances, &r.Scale.Concurrency, &r.HTTPTriggers, &r.HTTPEnabled)
 	return r, err
 }
 

@@ -37,9 +37,25 @@ type Function struct {
 	// and after a failed one.
 	ServingVersion int `json:"serving_version"`
 	// Async is how asynchronous invocations of the function are delivered.
-	Async       AsyncConfig `json:"async"`
-	CreatedAt   time.Time   `json:"created_at"`
-	LastBuiltAt *time.Time  `json:"last_built_at"`
+	Async AsyncConfig `json:"async"`
+	// MinInstances, MaxInstances and Concurrency are how the function
+	// scales (domain.ScaleConfig): 0 takes the defaults.
+	MinInstances int `json:"min_instances" doc:"instances kept running, never idled out (0, the default: scale to zero when idle)"`
+	MaxInstances int `json:"max_instances" doc:"most instances at once (0: the platform's default, SLESS_FN_DEFAULT_MAX_INSTANCES)"`
+	Concurrency  int `json:"concurrency" doc:"requests one instance takes at once (0: the runtime's default, 1 for python3.11 and nodejs20, 16 for go1.23)"`
+	// Instances is what runs now on the server that answered; null when
+	// it cannot say.
+	Instances   *Instances `json:"instances,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	LastBuiltAt *time.Time `json:"last_built_at"`
+}
+
+// Instances is what runs of a function now, as the answering server's
+// scaler sees it.
+type Instances struct {
+	Ready    int `json:"ready" doc:"instances serving"`
+	Desired  int `json:"desired" doc:"instances the scaler wants"`
+	InFlight int `json:"in_flight" doc:"requests being served or waiting for an instance"`
 }
 
 // AsyncConfig is domain.AsyncConfig: retries after the first attempt,
@@ -86,6 +102,10 @@ type CreateFunctionRequest struct {
 	RetrySafe bool `json:"retry_safe,omitempty" doc:"true: a job run interrupted by a server shutdown is run again; false (default): it fails with \"interrupted by shutdown\""`
 	// Async configures asynchronous invocations; left out, the defaults.
 	Async *AsyncPatch `json:"async,omitempty"`
+	// MinInstances, MaxInstances, Concurrency: see Function.
+	MinInstances int `json:"min_instances,omitempty"`
+	MaxInstances int `json:"max_instances,omitempty"`
+	Concurrency  int `json:"concurrency,omitempty"`
 }
 
 // UpdateFunctionRequest is the body of PUT .../functions/{name}. It is merged
@@ -103,4 +123,7 @@ type UpdateFunctionRequest struct {
 	MaxConcurrency *int               `json:"max_concurrency,omitempty"`
 	RetrySafe      *bool              `json:"retry_safe,omitempty" doc:"true: a job run interrupted by a server shutdown is run again; false: it fails with \"interrupted by shutdown\""`
 	Async          *AsyncPatch        `json:"async,omitempty"`
+	MinInstances   *int               `json:"min_instances,omitempty"`
+	MaxInstances   *int               `json:"max_instances,omitempty"`
+	Concurrency    *int               `json:"concurrency,omitempty"`
 }
