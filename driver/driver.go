@@ -29,6 +29,15 @@ type Driver interface {
 	// EUNPROCESSABLE with the last lines of its stderr in the message.
 	Deploy(ctx context.Context, d Deployment) (endpoint string, err error)
 
+	// Scale converges the function's HTTP workload to d.Replicas instances
+	// of d's version, as Deploy does, and returns the endpoint of each
+	// ready instance, one per instance, sorted (the invoke proxy sends each
+	// request to the least loaded). Instances that are starting or
+	// stopping are not returned. Scaling down stops the instances d.Retire
+	// names first (the proxy drained them: nothing is in flight there),
+	// then any. Errors are Deploy's.
+	Scale(ctx context.Context, d Deployment) (endpoints []string, err error)
+
 	// Run runs a version once in job mode with an input event and returns its
 	// output. The user's failure (non-zero exit, timeout) is a result, not an error.
 	Run(ctx context.Context, r RunSpec) (RunResult, error)
@@ -142,6 +151,9 @@ type BuildResult struct {
 type Deployment struct {
 	Workload
 	Replicas int // 0 = stopped
+	// Retire names endpoints (as Scale returned them) of the instances to
+	// stop first when Scale has more than Replicas running.
+	Retire []string
 }
 
 // RunSpec asks for one job run (or cron slot).

@@ -79,7 +79,8 @@ func (d *Driver) startInstance(ctx context.Context, k fnKey, w driver.Workload, 
 		memoryMB: memoryMB(w.Config),
 		stopCh:   make(chan struct{}), hurry: make(chan struct{}), done: make(chan struct{}),
 	}
-	env := processEnv(w, runtimes.EnvListenFD+"="+strconv.Itoa(listenFD))
+	env := processEnv(w, runtimes.EnvListenFD+"="+strconv.Itoa(listenFD),
+		runtimes.EnvConcurrency+"="+strconv.Itoa(w.Config.ConcurrencyOf()))
 	in.command = func(ln *os.File) (*sandbox.Cmd, error) {
 		return d.processCommand(k, spec, dir, env, in.memoryMB, ln)
 	}

@@ -18,6 +18,9 @@ const (
 	EnvMode       = "SLESS_MODE"        // a Mode: server (default), job or check
 	EnvEvent      = "SLESS_EVENT"       // a job's input, a JSON object (empty means {})
 	EnvTimeoutSec = "SLESS_TIMEOUT_SEC" // a job's time limit in seconds
+	// EnvConcurrency is the requests the platform sends one server at once
+	// (the function's concurrency): a wrapper may size its pool by it.
+	EnvConcurrency = "SLESS_CONCURRENCY"
 )
 
 // BuildArgEntrypoint is the image build argument that names the entrypoint of

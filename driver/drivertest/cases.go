@@ -3,6 +3,7 @@ package drivertest
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -279,5 +280,54 @@ func testRemove(t *testing.T, h Harness) {
 	}
 	if err := h.Driver.Remove(ctx, x.ns, "never-deployed"); err != nil {
 		t.Fatalf("Remove of an unknown function: %v", err)
+	}
+}
+
+// testScale scales a deployed version out to three instances, which must be
+// three processes answering, and back in to one, retiring two named ones:
+// the third keeps serving, the same process. A driver whose endpoints are
+// one per instance (the local driver, Kubernetes with EndpointSlices)
+// returns three different ones; a driver behind one load-balanced address
+// (a Kubernetes Service) returns it once per instance.
+func testScale(t *testing.T, h Harness) {
+	s := pythonSample("v1")
+	x := newFn(t, h, "scale")
+	w := x.mustBuild(s, config(s, nil, 0))
+	x.mustDeploy(w)
+	eps := x.mustScale(w, 3, nil)
+	if len(eps) != 3 || !slices.IsSorted(eps) {
+		t.Fatalf("Scale to 3 = %v, want 3 endpoints, sorted", eps)
+	}
+	if distinct := len(slices.Compact(slices.Clone(eps))); distinct != 1 && distinct != 3 {
+		t.Fatalf("Scale to 3 = %v: %d distinct endpoints, want 3 (one per instance) or 1 (one balanced address)", eps, distinct)
+	}
+	perInstance := eps[0] != eps[1]
+	if !perInstance {
+		t.Logf("the driver serves the instances at one balanced address %s", eps[0])
+		if one := x.mustScale(w, 1, nil); len(one) != 1 {
+			t.Fatalf("Scale to 1 = %v, want 1 endpoint", one)
+		}
+		return
+	}
+	seen := map[int64]string{}
+	for _, ep := range eps {
+		a := x.mustGet(ep, "/")
+		if other, dup := seen[a.Instance]; dup {
+			t.Fatalf("%s and %s are served by one process (instance %v)", other, ep, a.Instance)
+		}
+		seen[a.Instance] = ep
+	}
+	keep := x.mustGet(eps[1], "/")
+	left := x.mustScale(w, 1, []string{eps[0], eps[2]})
+	if len(left) != 1 || left[0] != eps[1] {
+		t.Fatalf("Scale to 1 retiring %s and %s = %v, want [%s]", eps[0], eps[2], left, eps[1])
+	}
+	if a := x.mustGet(eps[1], "/"); a.Instance != keep.Instance {
+		t.Fatalf("the instance kept was restarted (instance %v, then %v)", keep.Instance, a.Instance)
+	}
+	x.waitGone(eps[0], "/")
+	x.waitGone(eps[2], "/")
+	if again, err := x.deploy(w, 1); err != nil || again != eps[1] {
+		t.Fatalf("deploying the running version again = %q, %v; want %s", again, err, eps[1])
 	}
 }

@@ -122,6 +122,19 @@ func (x *fn) deploy(w driver.Workload, replicas int) (string, error) {
 	return x.h.Driver.Deploy(ctx, driver.Deployment{Workload: w, Replicas: replicas})
 }
 
+// mustScale scales w to replicas instances, retiring those named first, and
+// returns the endpoints Scale gives.
+func (x *fn) mustScale(w driver.Workload, replicas int, retire []string) []string {
+	x.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), x.h.DeployTimeout)
+	defer cancel()
+	eps, err := x.h.Driver.Scale(ctx, driver.Deployment{Workload: w, Replicas: replicas, Retire: retire})
+	if err != nil {
+		x.t.Fatalf("Scale %s v%d to %d: %v", x.name, w.Version, replicas, err)
+	}
+	return eps
+}
+
 // mustDeploy deploys one replica of w and returns the URL of its endpoint.
 func (x *fn) mustDeploy(w driver.Workload) string {
 	x.t.Helper()

@@ -125,6 +125,7 @@ var cases = []struct {
 	{"NodeDependency", testNodeDependency},
 	{"SwitchVersions/rolling", testRollVersions},
 	{"SwitchVersions/under-load", testSwitchVersions},
+	{"Scale", testScale},
 	{"CrashRestart", testCrashRestart},
 	{"CrashLoop", testCrashLoop},
 	{"LoadFailure", testLoadFailure},
