@@ -183,6 +183,8 @@ func TestAPIErrorsNameTheirFieldOnce(t *testing.T) {
 		{[]string{"trigger", "create", "bad", "--function", "small", "--cron", "61 * * * *"}, `schedule: "61 * * * *": minute value`},
 		{[]string{"fn", "deploy", dir, "--name", "retry", "--runtime", "python3.11", "--async-max-retries", "11"}, "async.max_retries: 11 is out of range"},
 		{[]string{"fn", "deploy", dir, "--name", "old", "--runtime", "python3.11", "--async-max-event-age", "59"}, "async.max_event_age_sec: 59 is out of range"},
+		{[]string{"fn", "deploy", dir, "--name", "many", "--runtime", "python3.11", "--min-instances", "5", "--max-instances", "2"}, "min_instances: 5 is more than max_instances (2)"},
+		{[]string{"fn", "deploy", dir, "--name", "wide", "--runtime", "python3.11", "--concurrency", "1001"}, "concurrency: 1001 is out of range"},
 	} {
 		_, err := sless(t, append(c.args, "--url", url, "--token", tok)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

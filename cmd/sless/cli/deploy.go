@@ -39,6 +39,8 @@ type deployFlags struct {
 	wait                      time.Duration
 	// The function's async configuration (client.AsyncConfig).
 	asyncRetries, asyncAge, asyncConcurrency int
+	// How the function scales (min_instances, max_instances, concurrency).
+	minInstances, maxInstances, concurrency int
 }
 
 func deployCommand(c *conn) *cobra.Command {
@@ -53,11 +55,16 @@ lines otherwise. On a failed build the build log is printed and the exit status
 is 1. --http and --cron make the function's triggers (NAME-http, NAME-cron).
 The --async flags say how queued calls (fn invoke --async) are delivered: the
 retries after a failed first attempt, how old a call may get before it is given
-up to the dead letters, and how many deliveries run at once. A flag left out
-keeps the function's value (the default, when it is created).`,
+up to the dead letters, and how many deliveries run at once. --min-instances,
+--max-instances and --concurrency say how the function scales: the instances
+kept running (0 scales to zero when idle), the most at once, and the requests
+one instance takes at once. Like the async configuration they belong to the
+function, not to a version: a rollback keeps them. A flag left out keeps the
+function's value (the default, when it is created).`,
 		Example: `  sless fn deploy ./hello --runtime python3.11 --http
   sless fn deploy ./report --name report --runtime nodejs20 --env REGION=eu --cron "*/5 * * * *"
-  sless fn deploy ./report --async-max-retries 5 --async-max-event-age 3600 --async-max-concurrency 2`,
+  sless fn deploy ./report --async-max-retries 5 --async-max-event-age 3600 --async-max-concurrency 2
+  sless fn deploy ./hello --min-instances 1 --max-instances 20 --concurrency 4`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return deploy(cmd.Context(), c, args[0], f, cmd.Flags().Changed, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -77,6 +84,12 @@ keeps the function's value (the default, when it is created).`,
 	fl.IntVar(&f.asyncAge, "async-max-event-age", domain.DefaultAsyncMaxEventAgeSec,
 		fmt.Sprintf("queued calls: seconds after which one is given up to the dead letters (%d-%d)", domain.MinAsyncMaxEventAgeSec, domain.MaxAsyncMaxEventAgeSec))
 	fl.IntVar(&f.asyncConcurrency, "async-max-concurrency", 0, "queued calls: deliveries at once (0: no bound of their own)")
+	fl.IntVar(&f.minInstances, "min-instances", 0,
+		fmt.Sprintf("instances kept running, never idled out (0-%d; 0: scale to zero when idle)", domain.MaxInstances))
+	fl.IntVar(&f.maxInstances, "max-instances", 0,
+		fmt.Sprintf("most instances at once (0-%d; 0: the platform's default)", domain.MaxInstances))
+	fl.IntVar(&f.concurrency, "concurrency", 0,
+		fmt.Sprintf("requests one instance takes at once (0-%d; 0: the runtime's default, %s)", domain.MaxInstanceConcurrency, runtimeConcurrencies()))
 	fl.BoolVar(&f.noWait, "no-wait", false, "return once the code is uploaded, without following the build")
 	fl.BoolVar(&f.quiet, "quiet", false, "follow the build without printing its output as it comes")
 	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long to follow the build before giving up")
@@ -88,6 +101,16 @@ func runtimeNames() string {
 	var s []string
 	for _, r := range domain.Runtimes {
 		s = append(s, string(r))
+	}
+	return strings.Join(s, ", ")
+}
+
+// runtimeConcurrencies lists the default concurrency of every runtime for
+// help texts: "1 for python3.11, 1 for nodejs20, 16 for go1.23".
+func runtimeConcurrencies() string {
+	var s []string
+	for _, r := range domain.Runtimes {
+		s = append(s, fmt.Sprintf("%d for %s", domain.DefaultConcurrency(r), r))
 	}
 	return strings.Join(s, ", ")
 }
@@ -136,7 +159,8 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 			return fmt.Errorf("function %q does not exist yet: say its --runtime (%s)", f.name, runtimeNames())
 		}
 		fn, err = cl.CreateFunction(ctx, client.CreateFunctionRequest{Name: f.name, Runtime: f.runtime, Entrypoint: f.entrypoint,
-			MemoryMB: f.memory, TimeoutSec: f.timeout, EnvVars: env, Async: asyncPatch(f, changed)})
+			MemoryMB: f.memory, TimeoutSec: f.timeout, EnvVars: env, Async: asyncPatch(f, changed),
+			MinInstances: f.minInstances, MaxInstances: f.maxInstances, Concurrency: f.concurrency})
 		if err != nil {
 			return explain(err, url, "", "")
 		}
@@ -159,6 +183,15 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 		}
 		if changed("env") {
 			req.EnvVars = &env
+		}
+		if changed("min-instances") {
+			req.MinInstances = &f.minInstances
+		}
+		if changed("max-instances") {
+			req.MaxInstances = &f.maxInstances
+		}
+		if changed("concurrency") {
+			req.Concurrency = &f.concurrency
 		}
 		req.Async = asyncPatch(f, changed)
 		if req != (client.UpdateFunctionRequest{}) {

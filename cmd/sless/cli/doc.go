@@ -15,6 +15,12 @@
 // (retries, age, concurrency) is the function's async configuration, set by
 // the --async-* flags of fn deploy or the async block of sless.yaml.
 //
+// How a function scales (the instances kept running, the most at once, the
+// requests one instance takes at once) is set by fn deploy's
+// --min-instances, --max-instances and --concurrency or the keys of the
+// same names in sless.yaml; fn get shows them and, when the server says,
+// the instances running now.
+//
 // Errors say what to do next: a rejected token how to get one, a refused
 // connection the URL tried and how to start `sless dev`, a missing function
 // the command that lists them.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/client"
 )
 
@@ -121,12 +122,16 @@ func writeFunction(w io.Writer, fn *client.Function) error {
 		{"async max retries", fmt.Sprint(fn.Async.MaxRetries)},
 		{"async max event age", fmt.Sprintf("%d s", fn.Async.MaxEventAgeSec)},
 		{"async max concurrency", asyncConcurrency(fn.Async.MaxConcurrency)},
+		{"min instances", minInstances(fn.MinInstances)},
+		{"max instances", maxInstances(fn.MaxInstances)},
+		{"concurrency", concurrency(fn)},
+		{"instances now", instancesNow(fn)},
 		{"env", strings.Join(sorted(env), " ")},
 		{"created", fn.CreatedAt.UTC().Format(time.RFC3339)},
 		{"last built", built},
 	}
 	for _, r := range rows {
-		if r[0] == "last build failed" && r[1] == "" {
+		if (r[0] == "last build failed" || r[0] == "instances now") && r[1] == "" {
 			continue
 		}
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
@@ -140,6 +145,41 @@ func asyncConcurrency(n int) string {
 		return "0 (no bound of its own)"
 	}
 	return fmt.Sprint(n)
+}
+
+// minInstances is a function's min_instances for people.
+func minInstances(n int) string {
+	if n == 0 {
+		return "0 (scale to zero when idle)"
+	}
+	return fmt.Sprintf("%d (kept running)", n)
+}
+
+// maxInstances is a function's max_instances for people.
+func maxInstances(n int) string {
+	if n == 0 {
+		return "0 (the platform's default)"
+	}
+	return fmt.Sprint(n)
+}
+
+// concurrency is a function's concurrency for people, with the runtime's
+// default when it sets none.
+func concurrency(fn *client.Function) string {
+	if fn.Concurrency == 0 {
+		return fmt.Sprintf("0 (the runtime's default: %d per instance)", domain.DefaultConcurrency(domain.Runtime(fn.Runtime)))
+	}
+	return fmt.Sprintf("%d per instance", fn.Concurrency)
+}
+
+// instancesNow is what runs of the function on the server that answered:
+// "1 ready of 2 desired, 3 in flight"; "" when it did not say.
+func instancesNow(fn *client.Function) string {
+	in := fn.Instances
+	if in == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d ready of %d desired, %d in flight", in.Ready, in.Desired, in.InFlight)
 }
 
 // lastBuildFailure says which newer version failed to build and why, while

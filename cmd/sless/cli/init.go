@@ -97,7 +97,11 @@ triggers:
 # async:         # calls queued with sless fn invoke --async
 #   max_retries: 2          # retries after a failed first attempt
 #   max_event_age: 21600    # seconds before one is given up to the dead letters
-`, dir, name, rt, domain.DefaultEntrypoint(rt), domain.DefaultMemoryMB, domain.DefaultTimeoutSec)
+# min_instances: 1          # instances kept running (default 0: scale to zero when idle)
+# max_instances: 10         # most instances at once (default 0: the platform's)
+# concurrency: %-13d# requests one instance takes at once (default 0: the runtime's, %d)
+`, dir, name, rt, domain.DefaultEntrypoint(rt), domain.DefaultMemoryMB, domain.DefaultTimeoutSec,
+				domain.DefaultConcurrency(rt), domain.DefaultConcurrency(rt))
 			ignore := "# Files not uploaded by sless fn deploy (gitignore syntax).\n.git/\nnode_modules/\n__pycache__/\n*.pyc\n.env\n"
 			for file, text := range map[string]string{sc.file: sc.code, ProjectFile: project, IgnoreFile: ignore} {
 				if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {

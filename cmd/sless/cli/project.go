@@ -33,6 +33,9 @@ import (
 //	  max_retries: 2           # retries after a failed first attempt, 0-10
 //	  max_event_age: 21600     # seconds before one is given up, 60-21600
 //	  max_concurrency: 0       # deliveries at once (0: no bound of their own)
+//	min_instances: 0           # instances kept running, 0-1000 (0: scale to zero when idle)
+//	max_instances: 0           # most instances at once, 0-1000 (0: the platform's default)
+//	concurrency: 0             # requests one instance takes at once, 0-1000 (0: the runtime's default)
 //
 // It is checked with the API's rules; an error names the file, the line and
 // the field.
@@ -55,6 +58,9 @@ type project struct {
 		MaxEventAge    int `yaml:"max_event_age"`
 		MaxConcurrency int `yaml:"max_concurrency"`
 	} `yaml:"async"`
+	MinInstances int `yaml:"min_instances"`
+	MaxInstances int `yaml:"max_instances"`
+	Concurrency  int `yaml:"concurrency"`
 	// set holds the fields the file sets, with their lines.
 	set map[string]int
 }
@@ -151,7 +157,7 @@ func kindWords(goType string) string {
 
 // projectKeys are the keys a ProjectFile may have, at any level.
 var projectKeys = []string{"name", "runtime", "entrypoint", "memory", "timeout", "env", "triggers", "http", "cron",
-	"async", "max_retries", "max_event_age", "max_concurrency"}
+	"async", "max_retries", "max_event_age", "max_concurrency", "min_instances", "max_instances", "concurrency"}
 
 // walk records the line of every key of a mapping, by dotted path.
 func walk(n *yaml.Node, prefix string, lines map[string]int) {
@@ -214,7 +220,20 @@ func (p *project) validate(path string) error {
 			return fail(r.field, fmt.Errorf("must be between %d and %d (%s), not %d", r.min, r.max, r.unit, r.v))
 		}
 	}
+	var de *domain.Error
+	if err := scaleError(domain.ScaleConfig{MinInstances: p.MinInstances, MaxInstances: p.MaxInstances, Concurrency: p.Concurrency}); errors.As(err, &de) {
+		return fail(de.Field, err)
+	}
 	return nil
+}
+
+// scaleError is what the API says of a function's scaling: nil, or
+// EINVALID naming the field (min_instances, max_instances, concurrency),
+// by the domain's own rules, which FunctionSpec.Config applies (every other
+// field of the spec takes its valid default).
+func scaleError(s domain.ScaleConfig) error {
+	_, err := domain.FunctionSpec{Runtime: string(domain.Runtimes[0]), Scale: s}.Config()
+	return err
 }
 
 // apply fills the deploy flags the command line left unset from p.
@@ -251,6 +270,9 @@ func (p *project) apply(f *deployFlags, changed func(string) bool, env *map[stri
 		{"async-max-retries", &f.asyncRetries, p.Async.MaxRetries},
 		{"async-max-event-age", &f.asyncAge, p.Async.MaxEventAge},
 		{"async-max-concurrency", &f.asyncConcurrency, p.Async.MaxConcurrency},
+		{"min-instances", &f.minInstances, p.MinInstances},
+		{"max-instances", &f.maxInstances, p.MaxInstances},
+		{"concurrency", &f.concurrency, p.Concurrency},
 	} {
 		if p.sets(a.flag) && !changed(a.flag) {
 			*a.dst = a.v
@@ -273,4 +295,5 @@ func (p *project) sets(flag string) bool {
 
 // flagFields are the fields of a ProjectFile whose deploy flag has another name.
 var flagFields = map[string]string{"http": "triggers.http", "cron": "triggers.cron", "async-max-retries": "async.max_retries",
-	"async-max-event-age": "async.max_event_age", "async-max-concurrency": "async.max_concurrency"}
+	"async-max-event-age": "async.max_event_age", "async-max-concurrency": "async.max_concurrency",
+	"min-instances": "min_instances", "max-instances": "max_instances"}

@@ -30,6 +30,12 @@ func TestProjectFileErrorsNameFileLineField(t *testing.T) {
 		{"async:\n  max_retires: 1\n", `sless.yaml:2: unknown field "max_retires" (did you mean "max_retries"?)`},
 		{"async:\n  max_event_age: 1h\n", `sless.yaml:2: async.max_event_age: "1h" is not a whole number`},
 		{"async: 3\n", "sless.yaml:1: async: "},
+		{"runtime: python3.11\nmin_instances: 1001\n", "sless.yaml:2: min_instances: 1001 is out of range; use 0 (scale to zero when idle) to 1000 instances"},
+		{"max_instances: 2\nmin_instances: 3\n", "sless.yaml:2: min_instances: 3 is more than max_instances (2)"},
+		{"max_instances: -1\n", "sless.yaml:1: max_instances: -1 is out of range"},
+		{"concurrency: 1001\n", "sless.yaml:1: concurrency: 1001 is out of range"},
+		{"min_instance: 1\n", `sless.yaml:1: unknown field "min_instance" (did you mean "min_instances"?)`},
+		{"concurrency: many\n", `sless.yaml:1: concurrency: "many" is not a whole number`},
 	} {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "handler.py"), []byte("def handle(e):\n    return 1\n"), 0o644); err != nil {
