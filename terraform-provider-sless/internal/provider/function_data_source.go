@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -27,6 +28,9 @@ type functionInfo struct {
 	TimeoutSec    types.Int64  `tfsdk:"timeout_sec"`
 	EnvVars       types.Map    `tfsdk:"env_vars"`
 	Async         types.Object `tfsdk:"async"`
+	MinInstances  types.Int64  `tfsdk:"min_instances"`
+	MaxInstances  types.Int64  `tfsdk:"max_instances"`
+	Concurrency   types.Int64  `tfsdk:"concurrency"`
 	ActiveVersion types.Int64  `tfsdk:"active_version"`
 	Phase         types.String `tfsdk:"phase"`
 	Message       types.String `tfsdk:"message"`
@@ -43,7 +47,7 @@ func functionInfoAttributes(name schema.StringAttribute) map[string]schema.Attri
 	i := func(desc string) schema.Int64Attribute {
 		return schema.Int64Attribute{Computed: true, Description: desc}
 	}
-	return map[string]schema.Attribute{
+	attrs := map[string]schema.Attribute{
 		"name":           name,
 		"runtime":        s("Runtime of the function."),
 		"entrypoint":     s("Entrypoint of the function."),
@@ -57,6 +61,8 @@ func functionInfoAttributes(name schema.StringAttribute) map[string]schema.Attri
 		"created_at":     s("When the function was created (RFC 3339)."),
 		"last_built_at":  s("When a version was last built (RFC 3339), empty before the first build."),
 	}
+	maps.Copy(attrs, scaleInfoAttributes())
+	return attrs
 }
 
 func infoOf(fn client.Function) functionInfo {
@@ -68,6 +74,8 @@ func infoOf(fn client.Function) functionInfo {
 		Name: types.StringValue(fn.Name), Runtime: types.StringValue(fn.Runtime), Entrypoint: types.StringValue(fn.Entrypoint),
 		MemoryMB: types.Int64Value(int64(fn.MemoryMB)), TimeoutSec: types.Int64Value(int64(fn.TimeoutSec)),
 		EnvVars: types.MapValueMust(types.StringType, env), Async: asyncObject(fn.Async),
+		MinInstances: types.Int64Value(int64(fn.MinInstances)), MaxInstances: types.Int64Value(int64(fn.MaxInstances)),
+		Concurrency:   types.Int64Value(int64(fn.Concurrency)),
 		ActiveVersion: types.Int64Value(int64(fn.ActiveVersion)), Phase: types.StringValue(string(fn.Phase)),
 		Message: types.StringValue(fn.Message), CreatedAt: types.StringValue(fn.CreatedAt.UTC().Format(time.RFC3339)),
 		LastBuiltAt: timeString(fn.LastBuiltAt),

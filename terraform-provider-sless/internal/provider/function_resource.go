@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -48,6 +50,9 @@ type functionModel struct {
 	MaxConcurrency  types.Int64  `tfsdk:"max_concurrency"`
 	RetrySafe       types.Bool   `tfsdk:"retry_safe"`
 	Async           types.Object `tfsdk:"async"`
+	MinInstances    types.Int64  `tfsdk:"min_instances"`
+	MaxInstances    types.Int64  `tfsdk:"max_instances"`
+	Concurrency     types.Int64  `tfsdk:"concurrency"`
 	EnvVars         types.Map    `tfsdk:"env_vars"`
 	SourceDir       types.String `tfsdk:"source_dir"`
 	CodePath        types.String `tfsdk:"code_path"`
@@ -141,6 +146,7 @@ func (r *functionResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			"last_built_at": computed("When a version of the function was last built (RFC 3339), empty before the first build."),
 		},
 	}
+	maps.Copy(resp.Schema.Attributes, scaleAttributes())
 }
 
 // defaultEntrypoints lists the default entrypoint of every runtime.
@@ -175,8 +181,8 @@ func (r *functionResource) ConfigValidators(context.Context) []resource.ConfigVa
 }
 
 // ValidateConfig checks what needs two attributes: the entrypoint against
-// the runtime, code_hash only with code_path, and the environment variables
-// as the server does.
+// the runtime, code_hash only with code_path, min_instances against
+// max_instances, and the environment variables as the server does.
 func (r *functionResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m functionModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
@@ -192,6 +198,7 @@ func (r *functionResource) ValidateConfig(ctx context.Context, req resource.Vali
 		resp.Diagnostics.AddAttributeError(path.Root("code_hash"), "code_hash is computed from source_dir",
 			"Set code_hash only with code_path; with source_dir the provider computes it from the files.")
 	}
+	validateScale(m, &resp.Diagnostics)
 	if env, known := stringMap(ctx, m.EnvVars, &resp.Diagnostics); known {
 		if err := domain.ValidateEnvVars(env); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("env_vars"), "Invalid env_vars", messageOf(err))
@@ -260,7 +267,8 @@ func functionChanges(state, plan functionModel) bool {
 	return !state.Runtime.Equal(plan.Runtime) || !state.Entrypoint.Equal(plan.Entrypoint) ||
 		!state.MemoryMB.Equal(plan.MemoryMB) || !state.TimeoutSec.Equal(plan.TimeoutSec) ||
 		!state.MaxConcurrency.Equal(plan.MaxConcurrency) || !state.RetrySafe.Equal(plan.RetrySafe) ||
-		!state.Async.Equal(plan.Async) || !sameEnv(state.EnvVars, plan.EnvVars) || !state.CodeHash.Equal(plan.CodeHash)
+		!state.Async.Equal(plan.Async) || !state.MinInstances.Equal(plan.MinInstances) || !state.MaxInstances.Equal(plan.MaxInstances) ||
+		!state.Concurrency.Equal(plan.Concurrency) || !sameEnv(state.EnvVars, plan.EnvVars) || !state.CodeHash.Equal(plan.CodeHash)
 }
 
 // sameEnv compares env_vars with null and empty equal.
@@ -287,6 +295,7 @@ func (r *functionResource) Create(ctx context.Context, req resource.CreateReques
 		Name: name, Runtime: plan.Runtime.ValueString(), Entrypoint: plan.Entrypoint.ValueString(),
 		MemoryMB: int(plan.MemoryMB.ValueInt64()), TimeoutSec: int(plan.TimeoutSec.ValueInt64()), EnvVars: env,
 		MaxConcurrency: int(plan.MaxConcurrency.ValueInt64()), RetrySafe: plan.RetrySafe.ValueBool(),
+		MinInstances: int(plan.MinInstances.ValueInt64()), MaxInstances: int(plan.MaxInstances.ValueInt64()), Concurrency: int(plan.Concurrency.ValueInt64()),
 		Async: asyncPatchOf(ctx, plan.Async, &resp.Diagnostics),
 	})
 	if err != nil {
@@ -303,8 +312,8 @@ func (r *functionResource) Create(ctx context.Context, req resource.CreateReques
 }
 
 // functionFields are the request fields of a function that are attributes.
-var functionFields = append([]string{"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "max_concurrency", "retry_safe"},
-	asyncFields...)
+var functionFields = slices.Concat([]string{"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "max_concurrency", "retry_safe"},
+	asyncFields, scaleFields)
 
 // code returns the zip to upload for m.
 func (r *functionResource) code(m functionModel, diags *diag.Diagnostics) (code, bool) {
@@ -401,6 +410,9 @@ func (r *functionResource) read(ctx context.Context, prior functionModel) (funct
 	m.MaxConcurrency = types.Int64Value(int64(fn.MaxConcurrency))
 	m.RetrySafe = types.BoolValue(fn.RetrySafe)
 	m.Async = asyncObject(fn.Async)
+	m.MinInstances = types.Int64Value(int64(fn.MinInstances))
+	m.MaxInstances = types.Int64Value(int64(fn.MaxInstances))
+	m.Concurrency = types.Int64Value(int64(fn.Concurrency))
 	if len(fn.EnvVars) > 0 || !prior.EnvVars.IsNull() {
 		env := make(map[string]attr.Value, len(fn.EnvVars))
 		for k, v := range fn.EnvVars {
@@ -470,7 +482,9 @@ func (r *functionResource) Update(ctx context.Context, req resource.UpdateReques
 		Runtime: client.Ptr(plan.Runtime.ValueString()), Entrypoint: client.Ptr(plan.Entrypoint.ValueString()),
 		MemoryMB: client.Ptr(int(plan.MemoryMB.ValueInt64())), TimeoutSec: client.Ptr(int(plan.TimeoutSec.ValueInt64())),
 		EnvVars: &env, MaxConcurrency: client.Ptr(int(plan.MaxConcurrency.ValueInt64())), RetrySafe: client.Ptr(plan.RetrySafe.ValueBool()),
-		Async: asyncPatchOf(ctx, plan.Async, &resp.Diagnostics), // removed from the configuration: the defaults, planned
+		MinInstances: client.Ptr(int(plan.MinInstances.ValueInt64())), MaxInstances: client.Ptr(int(plan.MaxInstances.ValueInt64())),
+		Concurrency: client.Ptr(int(plan.Concurrency.ValueInt64())),
+		Async:       asyncPatchOf(ctx, plan.Async, &resp.Diagnostics), // removed from the configuration: the defaults, planned
 	})
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "update function "+name, err, functionFields...)

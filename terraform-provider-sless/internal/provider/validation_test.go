@@ -75,6 +75,19 @@ resource "sless_trigger" "t" {
 		{"async max_concurrency", fn(`name = "f"
   runtime = "python3.11"
   async = { max_concurrency = 10001 }`), `(?s)Invalid async.max_concurrency.*async.max_concurrency must be between 0 and 10000`},
+		{"min_instances", fn(`name = "f"
+  runtime = "python3.11"
+  min_instances = -1`), `(?s)Invalid min_instances.*min_instances must be between 0 and 1000`},
+		{"max_instances", fn(`name = "f"
+  runtime = "python3.11"
+  max_instances = 1001`), `(?s)Invalid max_instances.*max_instances must be between 0 and 1000`},
+		{"concurrency", fn(`name = "f"
+  runtime = "python3.11"
+  concurrency = 1001`), `(?s)Invalid concurrency.*concurrency must be between 0 and 1000`},
+		{"min_instances over max_instances", fn(`name = "f"
+  runtime = "python3.11"
+  min_instances = 3
+  max_instances = 2`), `(?s)Invalid min_instances.*min_instances: 3 is more than max_instances \(2\)`},
 		{"async written as a block", fn(`name = "f"
   runtime = "python3.11"
   async {

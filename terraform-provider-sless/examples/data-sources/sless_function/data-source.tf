@@ -9,3 +9,7 @@ output "hello_phase" {
 output "hello_async_retries" {
   value = data.sless_function.hello.async.max_retries
 }
+
+output "hello_min_instances" {
+  value = data.sless_function.hello.min_instances
+}

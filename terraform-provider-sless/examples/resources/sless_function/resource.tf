@@ -9,6 +9,13 @@ resource "sless_function" "hello" {
   env_vars = {
     GREETING = "hi"
   }
+  # Scaling: one instance kept running (no cold start; 0, the default,
+  # scales to zero when idle), at most 20, each taking 4 requests at once
+  # (0: the runtime's default). Like async, these are the function's: a
+  # change makes no new version.
+  min_instances = 1
+  max_instances = 20
+  concurrency   = 4
   # Asynchronous invocations (X-Sless-Invocation-Type: async): up to 5
   # retries, given up after an hour, 4 deliveries at once. A field left out
   # takes its default; without async (or after removing it) all are defaults.
