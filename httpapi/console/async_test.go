@@ -52,10 +52,10 @@ func TestAsyncSectionActionsAreTheOwners(t *testing.T) {
 			t.Errorf("the owner's page lacks %s", want)
 		}
 	}
-	// Sign out's form, Retry's and Delete all's.
+	// Sign out's form, Scaling's, Retry's and Delete all's.
 	const csrf = `<input type="hidden" name="csrf" value="tok-123">`
-	if n := strings.Count(owner, csrf); n != 3 {
-		t.Errorf("the owner's page has %d forms with the CSRF token, want 3 (sign out, Retry, Delete all)", n)
+	if n := strings.Count(owner, csrf); n != 4 {
+		t.Errorf("the owner's page has %d forms with the CSRF token, want 4 (sign out, Scaling, Retry, Delete all)", n)
 	}
 	operator := page(false)
 	for _, unwanted := range []string{"/retry", "dead-letters/delete", "data-confirm"} {

@@ -29,7 +29,7 @@ type Config struct {
 	Store *store.Store
 	// Code reads a version's source files. Required.
 	Code *codestore.Store
-	// Commands changes state (triggers, rollback, dead letters), as the REST API does. Required.
+	// Commands changes state (triggers, rollback, dead letters, scaling), as the REST API does. Required.
 	Commands *command.Commands
 	// Verifier checks the token a user signs in with. Required.
 	Verifier *auth.Verifier
@@ -38,6 +38,10 @@ type Config struct {
 	// Invoker runs the invoke panel's calls (httpapi/proxy's Invoke, the
 	// path of the API's POST .../invoke); nil: no panel.
 	Invoker Invoker
+	// Instances says what runs of a function now on this server, as the
+	// API's function answer does (its instances); nil, or a nil answer:
+	// the page says nothing of it.
+	Instances func(namespace, function string) *wire.Instances
 	// Hidden names functions left out of the namespace page (SPEC §7).
 	Hidden map[string]bool
 	// RiverUI says whether /riverui/ is served, so operators get a link.
@@ -111,6 +115,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /console/{ns}/triggers/{trigger}", c.writer(c.setTrigger))
 	m.HandleFunc("POST /console/{ns}/functions/{fn}/rollback", c.writer(c.rollback))
 	m.HandleFunc("POST /console/{ns}/functions/{fn}/invoke", c.writer(c.invoke))
+	m.HandleFunc("POST /console/{ns}/functions/{fn}/scale", c.writer(c.setScale))
 	m.HandleFunc("POST /console/{ns}/functions/{fn}/dead-letters/{id}/retry", c.writer(c.retryDeadLetter))
 	m.HandleFunc("POST /console/{ns}/functions/{fn}/dead-letters/delete", c.writer(c.deleteDeadLetters))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -3,7 +3,9 @@
 // functions of their namespace, their source (highlighted on the server), the
 // versions with rollback, the invocation log, job runs and event history,
 // the asynchronous invocations (configuration, queued work, dead letters to
-// retry or delete), invokes a function (any function, trigger or not:
+// retry or delete), how a function scales (min_instances, max_instances and
+// concurrency, which its owner changes, and the instances running now when
+// Config.Instances says), invokes a function (any function, trigger or not:
 // through the proxy's Invoke, as the API's POST .../invoke) and starts or
 // stops its triggers; pages follow the event store live through Server-Sent
 // Events. Operators (the admin claim) also get a namespace list and the

@@ -43,6 +43,7 @@ type functionView struct {
 	Log             logView
 	Jobs            []domain.Job
 	Async           asyncView
+	Scale           scaleView
 	Events          []eventRow
 
 	// BuildFailure is the newest version's failed build when the phase
@@ -109,6 +110,7 @@ func (c *Console) functionPage(w http.ResponseWriter, r *http.Request, s session
 	q := r.URL.Query()
 	v := functionView{Namespace: ns, Name: name, Own: ns == s.Namespace, CSRF: s.CSRF, Function: f, BuildFailure: buildFailure(f)}
 	v.Invoke = v.Own && c.cfg.Invoker != nil
+	v.Scale = c.newScaleView(f)
 	for k, val := range f.Config.EnvVars {
 		v.Env = append(v.Env, keyValue{k, val})
 	}
