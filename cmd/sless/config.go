@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slessio/sless/httpapi/proxy"
 	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/workers"
@@ -41,17 +42,22 @@ type config struct {
 	ShutdownWait time.Duration // SLESS_SHUTDOWN_TIMEOUT
 	BuildsPerNS  int           // SLESS_BUILDS_PER_NAMESPACE: builds of one namespace at once, across replicas
 
-	IdleTimeout   time.Duration            // SLESS_IDLE_TIMEOUT: scale an idle http function to zero after this; 0 never
-	IdleOverrides map[string]time.Duration // --idle-timeout-for ns/name=duration
-	TrustedProxy  string                   // SLESS_TRUSTED_PROXIES: CIDRs whose X-Forwarded-* headers are kept
-	Retention     time.Duration            // SLESS_INVOCATION_RETENTION
-	SpoolMB       int                      // SLESS_INVOCATION_SPOOL_MB: disk the invocation log may use while the database is away; 0 none
-	MaxBodyBytes  int64                    // SLESS_MAX_BODY_BYTES: request body limit of the function proxy
-	FnConcurrency int                      // SLESS_FN_DEFAULT_MAX_CONCURRENCY: in-flight requests per function without max_concurrency; 0 unlimited
-	FnClientRate  float64                  // SLESS_FN_CLIENT_RATE: /fn requests per second per client address; 0 no limit
-	FnClientBurst int                      // SLESS_FN_CLIENT_BURST
-	CallbackAllow string                   // SLESS_CALLBACK_ALLOW: origins async callbacks may be POSTed to; empty = callbacks off
-	AsyncWorkers  int                      // SLESS_ASYNC_WORKERS: asynchronous deliveries this process runs at once
+	IdleTimeout    time.Duration            // SLESS_IDLE_TIMEOUT: scale an idle http function to zero after this; 0 never
+	IdleOverrides  map[string]time.Duration // --idle-timeout-for ns/name=duration
+	TrustedProxy   string                   // SLESS_TRUSTED_PROXIES: CIDRs whose X-Forwarded-* headers are kept
+	Retention      time.Duration            // SLESS_INVOCATION_RETENTION
+	SpoolMB        int                      // SLESS_INVOCATION_SPOOL_MB: disk the invocation log may use while the database is away; 0 none
+	MaxBodyBytes   int64                    // SLESS_MAX_BODY_BYTES: request body limit of the function proxy
+	FnConcurrency  int                      // SLESS_FN_DEFAULT_MAX_CONCURRENCY: in-flight requests per function without max_concurrency; 0 unlimited
+	FnClientRate   float64                  // SLESS_FN_CLIENT_RATE: /fn requests per second per client address; 0 no limit
+	FnClientBurst  int                      // SLESS_FN_CLIENT_BURST
+	CallbackAllow  string                   // SLESS_CALLBACK_ALLOW: origins async callbacks may be POSTed to; empty = callbacks off
+	AsyncWorkers   int                      // SLESS_ASYNC_WORKERS: asynchronous deliveries this process runs at once
+	FnMaxInstances int                      // SLESS_FN_DEFAULT_MAX_INSTANCES: max_instances of a function that sets none
+	NSMaxInstances int                      // SLESS_NAMESPACE_MAX_INSTANCES: instances of one namespace's functions; 0 no cap
+	StableWindow   time.Duration            // SLESS_SCALE_STABLE_WINDOW: the autoscaler's stable window
+	PanicWindow    time.Duration            // SLESS_SCALE_PANIC_WINDOW: the autoscaler's panic window
+	WarmPool       int                      // SLESS_WARM_POOL: started python3.11 and nodejs20 processes kept for cold starts, per runtime; 0 off
 
 	NoSandbox       bool          // SLESS_INSECURE_NO_SANDBOX: run local functions as plain processes of this user
 	EgressAllow     string        // SLESS_EGRESS_ALLOW: what sandboxed functions may reach besides the internet
@@ -149,6 +155,11 @@ func bindConfig(fs *flag.FlagSet) *config {
 	fs.Float64Var(&c.FnClientRate, "fn-client-rate", envFloat("SLESS_FN_CLIENT_RATE", 0), "requests per second one client address may send to /fn, beyond it 429; 0 = no limit (env SLESS_FN_CLIENT_RATE)")
 	fs.StringVar(&c.CallbackAllow, "callback-allow", env("SLESS_CALLBACK_ALLOW", ""), "origins the final response of an asynchronous invocation may be POSTed to (X-Sless-Callback-Url), comma-separated, e.g. https://hooks.example.com,https://*.example.org:8443; empty = callbacks off (env SLESS_CALLBACK_ALLOW)")
 	fs.IntVar(&c.AsyncWorkers, "async-workers", envInt("SLESS_ASYNC_WORKERS", workers.DefaultAsyncWorkers), "asynchronous invocations this process delivers at once (env SLESS_ASYNC_WORKERS)")
+	fs.IntVar(&c.FnMaxInstances, "fn-default-max-instances", envInt("SLESS_FN_DEFAULT_MAX_INSTANCES", proxy.DefaultMaxInstances), "instances a function may scale to when it sets no max_instances (env SLESS_FN_DEFAULT_MAX_INSTANCES)")
+	fs.IntVar(&c.NSMaxInstances, "namespace-max-instances", envInt("SLESS_NAMESPACE_MAX_INSTANCES", 0), "instances the functions of one namespace may run at once on this server; a function that would start beyond it gets 429, and scaling out stops at it; 0 = no cap (env SLESS_NAMESPACE_MAX_INSTANCES)")
+	fs.DurationVar(&c.StableWindow, "scale-stable-window", envDuration("SLESS_SCALE_STABLE_WINDOW", proxy.DefaultStableWindow), "the autoscaler sizes a function on its mean requests in flight over this window (env SLESS_SCALE_STABLE_WINDOW)")
+	fs.DurationVar(&c.PanicWindow, "scale-panic-window", envDuration("SLESS_SCALE_PANIC_WINDOW", proxy.DefaultPanicWindow), "and over this shorter one when load jumps past twice its instances' capacity (env SLESS_SCALE_PANIC_WINDOW)")
+	fs.IntVar(&c.WarmPool, "warm-pool", envInt("SLESS_WARM_POOL", 2), "local driver: python3.11 and nodejs20 processes started ahead, per runtime, that a cold start takes instead of starting an interpreter; 0 = off (env SLESS_WARM_POOL)")
 	fs.IntVar(&c.FnClientBurst, "fn-client-burst", envInt("SLESS_FN_CLIENT_BURST", 0), "burst of --fn-client-rate; 0 = the rate rounded up (env SLESS_FN_CLIENT_BURST)")
 	fs.BoolVar(&c.NoSandbox, "insecure-no-sandbox", env("SLESS_INSECURE_NO_SANDBOX", "") == "true", "local driver: run functions as plain processes of this user, with no sandbox; never with untrusted code (env SLESS_INSECURE_NO_SANDBOX=true)")
 	fs.StringVar(&c.EgressAllow, "egress-allow", env("SLESS_EGRESS_ALLOW", ""), "what functions may reach besides the internet (never private, link-local or loopback addresses otherwise): comma-separated CIDRs, addresses and address:port, e.g. 127.0.0.1:5432 for a database on this host (env SLESS_EGRESS_ALLOW)")

@@ -173,6 +173,7 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	p.proxy, err = proxy.New(proxy.Config{Store: logStore, Invocations: p.writer, Scaler: proxy.DriverScaler{Driver: p.driver, Store: logStore},
 		IdleTimeout: idle, IdleTimeouts: c.IdleOverrides, MaxBodyBytes: c.MaxBodyBytes, TrustedProxies: trusted,
 		DefaultMaxConcurrency: c.FnConcurrency, ClientRate: c.FnClientRate, ClientBurst: c.FnClientBurst,
+		DefaultMaxInstances: c.FnMaxInstances, NamespaceMaxInstances: c.NSMaxInstances, StableWindow: c.StableWindow, PanicWindow: c.PanicWindow,
 		PlatformToken: platformToken(verifier), Registerer: reg, Logger: log.With("component", "proxy")})
 	if err != nil {
 		return err

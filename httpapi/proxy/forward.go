@@ -56,6 +56,7 @@ type call struct {
 	id       uuid.UUID
 	idText   string // id.String(), in both directions
 	target   *url.URL
+	inst     *inst  // the instance target is, with the request counted on it
 	path     string // the path below the function, escaped as received
 	prefix   string
 	timeout  int
@@ -219,7 +220,7 @@ func (p *Proxy) send(rec *recorder, r *http.Request, c *call, cfg *routeCfg) {
 	if timeout <= 0 {
 		timeout = time.Duration(domain.DefaultTimeoutSec) * time.Second
 	}
-	target, cold, err := p.acquire(ctx, e, min(timeout, p.cfg.WakeTimeout))
+	in, cold, err := p.acquire(ctx, e, min(timeout, p.cfg.WakeTimeout))
 	c.cold = cold
 	if err != nil {
 		if ctx.Err() != nil {
@@ -228,12 +229,17 @@ func (p *Proxy) send(rec *recorder, r *http.Request, c *call, cfg *routeCfg) {
 			p.metrics.proxyErrors.WithLabelValues("client_gone").Inc()
 			return
 		}
+		if domain.ErrorCode(err) == domain.ERATELIMITED { // the namespace's instance quota
+			p.refuse(rec, r, c, "quota", err)
+			return
+		}
 		p.refuse(rec, r, c, "unavailable", unavailable(err))
 		return
 	}
 	p.metrics.inflight.Add(1)
 	defer p.metrics.inflight.Add(-1)
-	c.target, c.deadline = target, time.Now().Add(timeout)
+	c.inst, c.target, c.deadline = in, in.url, time.Now().Add(timeout)
+	defer func() { e.done(c.inst) }() // rewake may move c to another instance
 	p.forward(rec, r, c)
 }
 

@@ -106,11 +106,12 @@ func (p *Proxy) refused(ctx context.Context, err error) bool {
 // connection, and points c at the new endpoint.
 func (p *Proxy) rewakeFor(ctx context.Context, c *call) bool {
 	p.log.Info("function endpoint refused a connection; starting it again", "function", c.e.key.String(), "endpoint", c.target.Host)
-	u, err := p.rewake(ctx, c.e, c.target.Host)
+	in, err := p.rewake(ctx, c.e, c.inst)
+	c.inst = in // nil: the count on the failed one ended in rewake
 	if err != nil {
 		return false
 	}
-	c.cold, c.target = true, u
+	c.cold, c.target = true, in.url
 	return true
 }
 

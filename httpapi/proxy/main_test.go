@@ -144,6 +144,9 @@ type options struct {
 	// driver's sockets), as serve's DriverScaler does; without it every
 	// endpoint is served from where it is.
 	owner bool
+	// scale: the scaler runs several instances of a function (Scale), as
+	// serve's DriverScaler does: the autoscaler runs.
+	scale bool
 	cfg   func(*proxy.Config)
 }
 
@@ -167,6 +170,9 @@ func setup(t testing.TB, opts options) *fixture {
 	var scaler proxy.Scaler = f.scaler
 	if opts.owner {
 		scaler = owningScaler{f.scaler, ds}
+	}
+	if opts.scale {
+		scaler = scalingScaler{f.scaler, ds}
 	}
 	idle := map[string]time.Duration{}
 	for name, d := range opts.idle {

@@ -23,8 +23,12 @@ var durationBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .2
 //	sless_cold_start_duration_seconds                             histogram
 //	sless_proxy_errors_total{reason}  bad_request, not_found, client_rate, disabled, not_ready,
 //	                                  not_built, too_large, concurrency, overloaded, unavailable,
-//	                                  wake, timeout, upstream, client_gone
+//	                                  wake, timeout, upstream, client_gone, quota, scale
 //	sless_proxy_requests_in_flight
+//	sless_function_in_flight{namespace,function}          requests served or queued now
+//	sless_function_instances{namespace,function,state}    ready, desired
+//	sless_function_queue_depth{namespace,function}        requests waiting for an instance or a start
+//	sless_scale_events_total{namespace,function,direction} up, down
 //	sless_async_enqueued_total        asynchronous invocations accepted through /fn and /async-fn
 //	sless_invocation_log_written_total, sless_invocation_log_dropped_total{reason}
 //	                                  (when Config.Invocations has Stats, as the store's writer)
@@ -35,6 +39,7 @@ type metrics struct {
 	coldStartSeconds prometheus.Histogram
 	proxyErrors      *prometheus.CounterVec
 	asyncEnqueued    prometheus.Counter
+	scaleEvents      *prometheus.CounterVec
 	// inflight is read by a GaugeFunc at scrape time: a Gauge's Inc and Dec
 	// are compare-and-swap loops on a float, twice per request.
 	inflight atomic.Int64
@@ -71,6 +76,8 @@ func newMetrics(reg prometheus.Registerer, rec Recorder) (*metrics, error) {
 			Help: "Requests the proxy answered itself, or could not finish, by reason."}, []string{"reason"}),
 		asyncEnqueued: prometheus.NewCounter(prometheus.CounterOpts{Name: "sless_async_enqueued_total",
 			Help: "Asynchronous invocations accepted through /fn and /async-fn (202; repeats under an Idempotency-Key too)."}),
+		scaleEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sless_scale_events_total",
+			Help: "Instances added (up) or retired (down) by the autoscaler, per rescale."}, []string{"namespace", "function", "direction"}),
 		fns: map[fnKey]*fnMetrics{},
 	}
 	if reg == nil {
@@ -78,7 +85,7 @@ func newMetrics(reg prometheus.Registerer, rec Recorder) (*metrics, error) {
 	}
 	inflight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sless_proxy_requests_in_flight",
 		Help: "Requests being proxied to functions."}, func() float64 { return float64(m.inflight.Load()) })
-	cs := []prometheus.Collector{m.invocations, m.duration, m.coldStarts, m.coldStartSeconds, m.proxyErrors, m.asyncEnqueued, inflight}
+	cs := []prometheus.Collector{m.invocations, m.duration, m.coldStarts, m.coldStartSeconds, m.proxyErrors, m.asyncEnqueued, m.scaleEvents, inflight}
 	if src, ok := rec.(statsSource); ok {
 		cs = append(cs,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sless_invocation_log_written_total",
@@ -94,11 +101,8 @@ func newMetrics(reg prometheus.Registerer, rec Recorder) (*metrics, error) {
 				func() float64 { return float64(src.Stats().Spooled) }))
 	}
 	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, err
-			}
+		if err := register(reg, c); err != nil {
+			return nil, err
 		}
 	}
 	return m, nil
@@ -130,6 +134,47 @@ func (m *metrics) forget(k fnKey) {
 	m.invocations.DeletePartialMatch(l)
 	m.duration.DeletePartialMatch(l)
 	m.coldStarts.DeletePartialMatch(l)
+	m.scaleEvents.DeletePartialMatch(l)
+}
+
+// register adds a collector to reg, unless it is nil; one registered
+// already (a second proxy on the registry) is kept.
+func register(reg prometheus.Registerer, c prometheus.Collector) error {
+	if reg == nil {
+		return nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if err := reg.Register(c); err != nil && !errors.As(err, &are) {
+		return err
+	}
+	return nil
+}
+
+// scaleCollector exports, at scrape time, each routed function's requests
+// in flight, ready and desired instances and queue depth: read from the
+// route table, so a request pays nothing for them.
+type scaleCollector struct{ p *Proxy }
+
+var (
+	inFlightDesc  = prometheus.NewDesc("sless_function_in_flight", "Requests a function is serving or that wait for it, on this server.", []string{"namespace", "function"}, nil)
+	instancesDesc = prometheus.NewDesc("sless_function_instances", "Instances of a function: ready (serving) and desired (the autoscaler's aim), on this server.", []string{"namespace", "function", "state"}, nil)
+	queueDesc     = prometheus.NewDesc("sless_function_queue_depth", "Requests waiting for an instance with room or for a start.", []string{"namespace", "function"}, nil)
+)
+
+func (c scaleCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- inFlightDesc
+	ch <- instancesDesc
+	ch <- queueDesc
+}
+
+func (c scaleCollector) Collect(ch chan<- prometheus.Metric) {
+	for k, e := range c.p.routes.all() {
+		st := e.scaleState()
+		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(e.inflight.Load()), k.ns, k.name)
+		ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(st.Ready), k.ns, k.name, "ready")
+		ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(st.Desired), k.ns, k.name, "desired")
+		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(st.Queued), k.ns, k.name)
+	}
 }
 
 // observe counts one finished invocation.

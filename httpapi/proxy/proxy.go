@@ -89,6 +89,18 @@ type Config struct {
 	// Enqueue accepts asynchronous invocations (X-Sless-Invocation-Type:
 	// async, and /async-fn/); nil answers them 503.
 	Enqueue Enqueuer
+	// DefaultMaxInstances is the max_instances of a function that sets none
+	// (10); NamespaceMaxInstances caps the instances of one namespace's
+	// functions on this proxy (0: no cap): a function that would start
+	// beyond it gets 429, and scaling stops at it.
+	DefaultMaxInstances   int
+	NamespaceMaxInstances int
+	// StableWindow and PanicWindow are the autoscaler's windows (60 s, 6 s),
+	// ScaleTick how often it samples and decides (PanicWindow / 12, at least
+	// 10 ms), TargetUtilization the share of an instance's concurrency it
+	// aims at (0.7). See instances.go.
+	StableWindow, PanicWindow, ScaleTick time.Duration
+	TargetUtilization                    float64
 	// Registerer receives the proxy's metrics; nil registers none.
 	Registerer prometheus.Registerer
 	// Logger; nil means slog.Default().
@@ -107,6 +119,7 @@ type Proxy struct {
 	clients *clientLimiter // nil without Config.ClientRate
 	owner   endpointOwner  // the Scaler, when it says which endpoints are this plane's
 	stopper planeStopper   // the Scaler, when its driver's processes are this plane's own
+	scaler  instanceScaler // the Scaler, when it runs several instances of a function
 
 	lifeMu sync.Mutex
 	life   context.Context
@@ -144,12 +157,32 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.DefaultMaxInstances <= 0 {
+		cfg.DefaultMaxInstances = DefaultMaxInstances
+	}
+	if cfg.StableWindow <= 0 {
+		cfg.StableWindow = DefaultStableWindow
+	}
+	if cfg.PanicWindow <= 0 {
+		cfg.PanicWindow = DefaultPanicWindow
+	}
+	cfg.PanicWindow = min(cfg.PanicWindow, cfg.StableWindow)
+	if cfg.ScaleTick <= 0 {
+		cfg.ScaleTick = max(cfg.PanicWindow/12, 10*time.Millisecond)
+	}
+	if cfg.TargetUtilization <= 0 || cfg.TargetUtilization > 1 {
+		cfg.TargetUtilization = DefaultTargetUtilization
+	}
 	m, err := newMetrics(cfg.Registerer, cfg.Invocations)
 	if err != nil {
 		return nil, err
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: m, up: newUpstream(cfg.MaxConnsPerFunction, upstreamIdle)}
 	p.owner, _ = cfg.Scaler.(endpointOwner)
+	p.scaler, _ = cfg.Scaler.(instanceScaler)
+	if err := register(cfg.Registerer, scaleCollector{p}); err != nil {
+		return nil, err
+	}
 	if ps, ok := cfg.Scaler.(planeStopper); ok && ps.PerPlane() {
 		p.stopper = ps
 	}
@@ -177,6 +210,10 @@ func (p *Proxy) Start(ctx context.Context) error {
 	p.wg.Add(2)
 	go func() { defer p.wg.Done(); p.listen(life) }()
 	go func() { defer p.wg.Done(); p.reap(life) }()
+	if p.scaler != nil {
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.autoscale(life) }()
+	}
 	return nil
 }
 
@@ -218,6 +255,29 @@ type RouteState struct {
 	Live     string // where requests go while awake
 	InFlight int64  // requests admitted: being proxied or waiting for a start
 	Waiting  int    // requests held for a cold start
+	ScaleState
+}
+
+// ScaleState is what runs of a function now.
+type ScaleState struct {
+	Ready     int      // instances serving
+	Desired   int      // instances the autoscaler wants (Ready when it has not decided)
+	Queued    int      // requests waiting for an instance with room or for a start
+	Instances []string // the ready instances' endpoints
+}
+
+// scaleState reads e's instances.
+func (e *entry) scaleState() ScaleState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := ScaleState{Ready: len(e.insts), Desired: e.desired, Queued: len(e.queue) + e.waiting}
+	if st.Desired == 0 {
+		st.Desired = st.Ready
+	}
+	for _, in := range e.insts {
+		st.Instances = append(st.Instances, endpointOf(in.url))
+	}
+	return st
 }
 
 // Lookup returns the state of one function in the route table.
@@ -226,7 +286,7 @@ func (p *Proxy) Lookup(namespace, function string) (RouteState, bool) {
 	if e == nil {
 		return RouteState{}, false
 	}
-	st := RouteState{InFlight: e.inflight.Load()}
+	st := RouteState{InFlight: e.inflight.Load(), ScaleState: e.scaleState()}
 	if cfg := e.cfg.Load(); cfg != nil {
 		st.Route = cfg.Route
 	}

@@ -54,12 +54,14 @@ var (
 	errWakeSlow   = domain.Errorf(domain.EUNAVAILABLE, "the function did not start in time")
 )
 
-// acquire returns where to send a request, which the caller has counted in
-// flight, and whether it waited for a cold start. Requests that find the
-// function asleep (or going to sleep, or not yet started by its rollout)
-// wait, at most MaxWaiting of them and at most wait, while a single
-// Scaler.Wake runs for all of them. The caller calls release in any case.
-func (p *Proxy) acquire(ctx context.Context, e *entry, wait time.Duration) (*url.URL, bool, error) {
+// acquire returns the instance to send a request to, which the caller has
+// counted in flight, with the request counted on it (e.done ends that), and
+// whether it waited for a cold start. Requests that find the function
+// asleep (or going to sleep, or not yet started by its rollout) wait, at
+// most MaxWaiting of them and at most wait, while a single Scaler.Wake runs
+// for all of them; requests that find every instance full queue for one as
+// long. The caller calls release in any case.
+func (p *Proxy) acquire(ctx context.Context, e *entry, wait time.Duration) (*inst, bool, error) {
 	return p.await(ctx, e, wait)
 }
 
@@ -68,23 +70,39 @@ func (p *Proxy) release(e *entry) {
 	e.inflight.Add(-1)
 }
 
-// await waits, at most wait, until e is awake and returns its endpoint. The
-// request is counted in flight before, so a sleep decided after that sees
-// it, and one decided before makes await wait for it to end and wake e.
-func (p *Proxy) await(ctx context.Context, e *entry, wait time.Duration) (*url.URL, bool, error) {
+// await waits, at most wait, until e is awake with an instance with room
+// and returns it. The request is counted in flight before, so a sleep
+// decided after that sees it, and one decided before makes await wait for
+// it to end and wake e.
+func (p *Proxy) await(ctx context.Context, e *entry, wait time.Duration) (*inst, bool, error) {
 	cold := false
 	var deadline time.Time
+	limit := p.perInstanceLimit(e.cfg.Load())
 	e.mu.Lock()
 	for {
 		switch e.state {
 		case awake:
-			u := e.live
-			e.mu.Unlock()
-			return u, cold, nil
+			if in := e.pick(limit); in != nil {
+				e.mu.Unlock()
+				return in, cold, nil
+			}
+			if deadline.IsZero() {
+				deadline = time.Now().Add(wait)
+			}
+			in, err := p.queued(ctx, e, deadline)
+			if in != nil || err != nil {
+				return in, cold, err
+			}
+			e.mu.Lock()
+			continue
 		case asleep:
 			if p.cfg.Scaler == nil {
 				e.mu.Unlock()
 				return nil, cold, errNotRunning
+			}
+			if p.quotaLeft(e.key.ns) < 1 {
+				e.mu.Unlock()
+				return nil, cold, errQuota
 			}
 			p.startWake(e)
 		}
@@ -135,6 +153,7 @@ func waitClosed(ctx context.Context, ch <-chan struct{}, deadline time.Time) err
 // that gives up does not cancel the start for the others.
 func (p *Proxy) startWake(e *entry) {
 	e.state = waking
+	e.ready.Store(1)
 	ch := make(chan struct{})
 	e.change = ch
 	go func() {
@@ -149,10 +168,12 @@ func (p *Proxy) startWake(e *entry) {
 		took := time.Since(start)
 		e.mu.Lock()
 		if err != nil {
-			e.state, e.live = asleep, nil
+			e.state = asleep
+			e.setLive(nil)
 			e.wakeErr = wakeError(e.key.name, err)
 		} else {
-			e.state, e.live, e.wakeErr = awake, u, nil
+			e.state, e.wakeErr = awake, nil
+			e.setLive(u)
 			e.lastUsed.Store(time.Now().UnixNano())
 		}
 		close(ch)
@@ -192,7 +213,7 @@ func (p *Proxy) follow(e *entry) {
 			e.mu.Lock()
 			moved := err == nil && e.state == awake && e.live.Host != u.Host // else a wake or sleep decides
 			if moved {
-				e.live = u
+				e.setLive(u)
 			}
 			again := e.followAgain
 			e.followAgain, e.following = false, again
@@ -222,18 +243,21 @@ func wakeError(function string, err error) error {
 	return &hidden{public: public, detail: public.Message + ": " + domain.ErrorMessage(err)}
 }
 
-// rewake handles a dial failure to an awake function (it was stopped or
-// restarted behind the proxy's back): unless another request already found
-// a new endpoint, the function is marked asleep, and the caller waits for a
-// wake like a cold start. The request stays counted in flight.
-func (p *Proxy) rewake(ctx context.Context, e *entry, failedHost string) (*url.URL, error) {
+// rewake handles a dial failure to an instance of an awake function (it was
+// stopped or restarted behind the proxy's back): the instance is forgotten
+// (unless another request did so already) and, when none is left, the
+// function is marked asleep; the caller waits for another instance or a
+// wake like a cold start. The request stays counted in flight; its count
+// on the failed instance ends here.
+func (p *Proxy) rewake(ctx context.Context, e *entry, failed *inst) (*inst, error) {
 	e.mu.Lock()
-	if e.state == awake && e.live != nil && e.live.Host == failedHost {
-		e.state, e.live = asleep, nil
+	failed.busy--
+	if e.state == awake {
+		e.dropInstance(failed.url.Host)
 	}
 	e.mu.Unlock()
-	u, _, err := p.await(ctx, e, p.cfg.WakeTimeout)
-	return u, err
+	in, _, err := p.await(ctx, e, p.cfg.WakeTimeout)
+	return in, err
 }
 
 // sleepIfIdle stops e when it is awake, has nothing in flight and was idle
@@ -244,8 +268,8 @@ func (p *Proxy) sleepIfIdle(e *entry, force bool) (bool, error) {
 	cfg := e.cfg.Load()
 	eligible := func() bool {
 		idleFor := time.Since(time.Unix(0, e.lastUsed.Load()))
-		return p.cfg.Scaler != nil && cfg != nil && e.state == awake && e.inflight.Load() == 0 &&
-			(force || cfg.idle > 0 && idleFor >= cfg.idle)
+		return p.cfg.Scaler != nil && cfg != nil && e.state == awake && e.inflight.Load() == 0 && !e.scaling &&
+			(force || cfg.idle > 0 && idleFor >= cfg.idle && cfg.Scale.MinInstances == 0)
 	}
 	e.mu.Lock()
 	ok := eligible()
@@ -285,7 +309,8 @@ func (p *Proxy) sleepIfIdle(e *entry, force bool) (bool, error) {
 	// Asleep even when Sleep failed: the next request wakes it, and Wake of
 	// a function that still runs returns its endpoint.
 	e.mu.Lock()
-	e.state, e.live = asleep, nil
+	e.state = asleep
+	e.setLive(nil)
 	close(ch)
 	e.mu.Unlock()
 	if err != nil {
@@ -410,9 +435,10 @@ type DriverScaler struct {
 }
 
 var (
-	_ Scaler        = DriverScaler{}
-	_ endpointOwner = DriverScaler{}
-	_ planeStopper  = DriverScaler{}
+	_ Scaler         = DriverScaler{}
+	_ endpointOwner  = DriverScaler{}
+	_ planeStopper   = DriverScaler{}
+	_ instanceScaler = DriverScaler{}
 )
 
 // Wake deploys the active version with one replica and returns its endpoint.
@@ -435,6 +461,17 @@ func (s DriverScaler) Sleep(ctx context.Context, namespace, function string) err
 	}
 	_, err = s.Driver.Deploy(ctx, driver.Deployment{Workload: w, Replicas: 0})
 	return err
+}
+
+// Scale runs n instances of the active version through Driver.Scale,
+// retiring the named ones first, and returns the ready ones' endpoints.
+// Errors: those of Wake.
+func (s DriverScaler) Scale(ctx context.Context, namespace, function string, n int, retire []string) ([]string, error) {
+	w, err := s.workload(ctx, namespace, function)
+	if err != nil {
+		return nil, err
+	}
+	return s.Driver.Scale(ctx, driver.Deployment{Workload: w, Replicas: n, Retire: retire})
 }
 
 // ExitReason asks the driver why the process behind endpoint ended, when

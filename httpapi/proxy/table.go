@@ -40,9 +40,17 @@ type entry struct {
 
 	mu      sync.Mutex
 	state   state
-	live    *url.URL      // where requests go while awake
-	change  chan struct{} // closed when the running wake or sleep ends
-	wakeErr error         // why the last wake failed
+	live    *url.URL     // the first instance while awake
+	insts   []*inst      // the ready instances while awake (instances.go)
+	queue   []chan *inst // requests waiting for an instance with room, oldest first
+	scaling bool         // a rescale runs
+	desired int          // the instances the autoscaler wants
+	win     *window      // in-flight samples while awake
+	// panicUntil: the autoscaler is in panic mode until then.
+	panicUntil time.Time
+	ready      atomic.Int32  // len(insts), or 1 while waking: for the namespace quota
+	change     chan struct{} // closed when the running wake or sleep ends
+	wakeErr    error         // why the last wake failed
 
 	waiting int // requests held for a wake; under mu
 	// following: a follow runs; followAgain: another plane's rollout came
@@ -194,7 +202,8 @@ func (p *Proxy) apply(e *entry, r store.Route) {
 	}
 	switch {
 	case cfg.target != nil:
-		e.state, e.live = awake, cfg.target
+		e.state = awake
+		e.setLive(cfg.target)
 		e.lastUsed.Store(time.Now().UnixNano())
 	case cfg.foreign && e.state == awake:
 		p.follow(e)
@@ -206,7 +215,8 @@ func (p *Proxy) apply(e *entry, r store.Route) {
 		// in flight (else its idle period does it).
 		go p.sleepIfIdle(e, true) //nolint:errcheck // it logs
 	default:
-		e.state, e.live = asleep, nil
+		e.state = asleep
+		e.setLive(nil)
 	}
 }
 
@@ -219,7 +229,8 @@ func (p *Proxy) dropped(e *entry) {
 	}
 	e.mu.Lock()
 	running := e.state != asleep
-	e.state, e.live = asleep, nil
+	e.state = asleep
+	e.setLive(nil)
 	e.mu.Unlock()
 	if !running {
 		return
