@@ -123,7 +123,9 @@ func (s *Server) getFunction(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newFunction(f))
+	out := newFunction(f)
+	out.Instances = s.instances(f.Namespace, f.Name)
+	return c.JSON(http.StatusOK, out)
 }
 
 // updateFunction serves PUT /v1/namespaces/{ns}/functions/{name}: the given

@@ -12,6 +12,7 @@ import (
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/console"
+	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/invoke"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"
@@ -92,6 +93,17 @@ type FunctionProxy interface {
 	// MaxBodyBytes is the largest body an invocation may have, also an
 	// asynchronous one (413 before anything is stored).
 	MaxBodyBytes() int64
+	// Instances says what runs of a function now, as this server's
+	// autoscaler sees it; nil when the function is not routed.
+	Instances(namespace, function string) *wire.Instances
+}
+
+// instances is FunctionProxy.Instances, or nil without a proxy.
+func (s *Server) instances(namespace, function string) *wire.Instances {
+	if s.cfg.Proxy == nil {
+		return nil
+	}
+	return s.cfg.Proxy.Instances(namespace, function)
 }
 
 // Server is the HTTP API of sless. Its Handler serves /v1, /healthz, /readyz

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/store"
 )
 
@@ -297,6 +298,17 @@ func (p *Proxy) Lookup(namespace, function string) (RouteState, bool) {
 	}
 	e.mu.Unlock()
 	return st, true
+}
+
+// Instances says what runs of a function now (httpapi.FunctionProxy); nil
+// when the route table does not have it.
+func (p *Proxy) Instances(namespace, function string) *wire.Instances {
+	e := p.routes.get(fnKey{namespace, function})
+	if e == nil {
+		return nil
+	}
+	st := e.scaleState()
+	return &wire.Instances{Ready: st.Ready, Desired: st.Desired, InFlight: int(e.inflight.Load())}
 }
 
 // Record counts a run of a function (cron, job) in the metrics and passes
