@@ -37,9 +37,10 @@ func desiredOf(f *domain.Function, triggers []domain.Trigger) desired {
 	}
 	d.version = v.Number
 	d.workload = driver.Workload{Namespace: f.Namespace, Function: f.Name, Version: v.Number, Image: v.Image, Config: v.Config}
+	d.workload.Config.Scale = f.Config.Scale // the function's, not the version's
 	for _, t := range triggers {
 		if info, _ := t.Type.Info(); t.Exists && info.Workload && t.Function == f.Name && t.Enabled {
-			d.replicas = 1
+			d.replicas = max(1, f.Config.Scale.MinInstances) // the proxy's autoscaler takes it from there
 		}
 	}
 	return d

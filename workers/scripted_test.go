@@ -49,6 +49,19 @@ func (d *scriptedDriverForWorkerTests) Build(ctx context.Context, b driver.Build
 // Watch reports nothing: the scripted driver's versions never crash by themselves.
 func (d *scriptedDriverForWorkerTests) Watch(ctx context.Context, _ driver.Reports) { <-ctx.Done() }
 
+// Scale is Deploy, with the one endpoint once per replica.
+func (d *scriptedDriverForWorkerTests) Scale(ctx context.Context, dep driver.Deployment) ([]string, error) {
+	ep, err := d.Deploy(ctx, dep)
+	if err != nil || ep == "" {
+		return nil, err
+	}
+	eps := make([]string, dep.Replicas)
+	for i := range eps {
+		eps[i] = ep
+	}
+	return eps, nil
+}
+
 func (d *scriptedDriverForWorkerTests) Deploy(ctx context.Context, dep driver.Deployment) (string, error) {
 	d.mu.Lock()
 	hook := d.onDeploy

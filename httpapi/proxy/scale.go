@@ -526,5 +526,7 @@ func (s DriverScaler) workload(ctx context.Context, ns, name string) (driver.Wor
 	if !f.CanRun(v) {
 		return driver.Workload{}, domain.Errorf(domain.EUNPROCESSABLE, "version %d of %q is not built (%s)", v.Number, name, v.BuildStatus)
 	}
-	return driver.Workload{Namespace: ns, Function: name, Version: v.Number, Image: v.Image, Config: v.Config}, nil
+	cfg := v.Config
+	cfg.Scale = f.Config.Scale // the function's, not the version's
+	return driver.Workload{Namespace: ns, Function: name, Version: v.Number, Image: v.Image, Config: cfg}, nil
 }

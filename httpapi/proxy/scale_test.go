@@ -312,7 +312,7 @@ func (f *fixture) series(t testing.TB) []series {
 	var out []series
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
-			s := series{name: mf.GetName(), labels: map[string]string{}, counter: m.GetCounter().GetValue()}
+			s := series{name: mf.GetName(), labels: map[string]string{}, counter: m.GetCounter().GetValue() + m.GetGauge().GetValue()}
 			for _, l := range m.GetLabel() {
 				s.labels[l.GetName()] = l.GetValue()
 			}
@@ -324,7 +324,7 @@ func (f *fixture) series(t testing.TB) []series {
 	return out
 }
 
-// metric sums a counter's series of the fixture's namespace, optionally
+// metric sums a counter's (or a gauge's) series of the fixture's namespace, optionally
 // only those with label=value.
 func (f *fixture) metric(t testing.TB, name, label, value string) float64 {
 	t.Helper()
