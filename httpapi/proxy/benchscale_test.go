@@ -57,12 +57,19 @@ func measureAutoscale(b *testing.B) (scaleResults, error) {
 	f := setup(b, options{scale: true, cfg: func(c *proxy.Config) {
 		c.StableWindow, c.PanicWindow, c.TargetUtilization = 10*time.Second, time.Second, 1
 	}})
-	f.deploy("nap", napSpec(domain.ScaleConfig{MaxInstances: 1}), pyNap)
+	// 64 clients queue 12.8 s for one instance: within the function's
+	// timeout, which bounds the wait.
+	spec := func(maxN int) domain.FunctionSpec {
+		s := napSpec(domain.ScaleConfig{MaxInstances: maxN})
+		s.TimeoutSec = 30
+		return s
+	}
+	f.deploy("nap", spec(1), pyNap)
 	ctx := context.Background()
 	const run = 5 * time.Second
 	for _, maxN := range []int{1, 8} {
 		f.fn("nap", func(fn *domain.Function) ([]domain.Event, error) {
-			return fn.UpdateConfig(napSpec(domain.ScaleConfig{MaxInstances: maxN}), time.Now())
+			return fn.UpdateConfig(spec(maxN), time.Now())
 		})
 		f.waitRoute("nap", func(st proxy.RouteState) bool { return st.Scale.MaxInstances == maxN })
 		for _, clients := range []int{1, 4, 16, 64} {
