@@ -13,7 +13,7 @@ import (
 // newConsole builds the web console on the server's store and commands.
 func (s *Server) newConsole() (*console.Console, error) {
 	return console.New(console.Config{Store: s.cfg.Store, Code: s.cfg.Code, Commands: s.cmd, Verifier: s.cfg.Verifier,
-		FunctionURL: s.functionURL, Invoker: s.cfg.Proxy, Hidden: s.hidden, RiverUI: s.cfg.RiverUI != nil,
+		FunctionURL: s.functionURL, Invoker: s.cfg.Proxy, Instances: s.instances, Hidden: s.hidden, RiverUI: s.cfg.RiverUI != nil,
 		LivePoll: s.cfg.ConsoleLivePoll, Logger: s.log.With("component", "console"), Now: s.cfg.Now})
 }
 

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slessio/sless/httpapi/proxy"
 	"github.com/slessio/sless/httpapi/wire"
 )
 
@@ -115,5 +117,36 @@ func TestConsoleScaleSettings(t *testing.T) {
 	}
 	if got := scale(); got != [3]int{1, 5, 4} {
 		t.Fatalf("after refused changes: %v; want [1 5 4]", got)
+	}
+}
+
+// TestConsoleScaleInstancesNow: on a server that runs functions, the
+// Scaling section says what runs now, as the API's function answer does: a
+// function kept running (min_instances 1) after a call has an instance
+// ready.
+func TestConsoleScaleInstancesNow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a Python function")
+	}
+	t.Parallel()
+	env := setupInvoke(t)
+	c := env.tenant()
+	c.do("POST", c.p("/functions"), map[string]any{"name": "warm", "runtime": "python3.11", "min_instances": 1}).want(201)
+	c.upload("warm", mustZip(t, zipEntry{name: "handler.py", data: batchCode})).want(202)
+	env.build(c, "warm", 1)
+	c.invoke("warm", `{}`).want(200)
+	env.waitRoute(t, c.ns, "warm", "ready", func(st proxy.RouteState) bool { return st.Ready == 1 && st.InFlight == 0 })
+
+	var fn wire.Function
+	c.do("GET", c.p("/functions/warm"), nil).want(200).decode(&fn)
+	if fn.Instances == nil || fn.Instances.Ready != 1 {
+		t.Fatalf("the API's instances = %+v; want 1 ready", fn.Instances)
+	}
+	b := newBrowser(t, env.fixture)
+	b.signIn(c.token)
+	_, body := b.page("/console/" + c.ns + "/functions/warm")
+	want := fmt.Sprintf(`<dd id="scale-now">1 ready of %d desired, 0 in flight</dd>`, fn.Instances.Desired)
+	if section := between(t, body, `id="scale"`, `</section>`); !strings.Contains(section, want) {
+		t.Fatalf("the Scaling section lacks %s:\n%s", want, section)
 	}
 }
