@@ -134,6 +134,16 @@ func (e *env) mustDeploy(w driver.Workload, replicas int) string {
 	return ep
 }
 
+// mustScale scales w to replicas pods, retiring those behind retire first.
+func (e *env) mustScale(w driver.Workload, replicas int, retire []string) []string {
+	e.t.Helper()
+	eps, err := e.d.Scale(e.ctx(), driver.Deployment{Workload: w, Replicas: replicas, Retire: retire})
+	if err != nil {
+		e.t.Fatalf("Scale %s v%d x%d: %v", w.Function, w.Version, replicas, err)
+	}
+	return eps
+}
+
 // pods lists the pods of the tenant namespace with the given labels.
 func (e *env) pods(ns string, sel map[string]string) []corev1.Pod {
 	e.t.Helper()

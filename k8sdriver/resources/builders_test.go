@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -494,5 +495,18 @@ func TestKanikoArgsForAMirroredRegistry(t *testing.T) {
 	}
 	if plain := strings.Join(KanikoArgs(Config{Registry: "r/sless", S3: S3Config{Bucket: "b"}}, b), " "); strings.Contains(plain, "--registry-map") || strings.Contains(plain, "--insecure") {
 		t.Errorf("args without mirrors %q name one", plain)
+	}
+}
+
+// TestRetirePatch: the patch sets the deletion cost annotation and nothing else.
+func TestRetirePatch(t *testing.T) {
+	var pod corev1.Pod
+	if err := json.Unmarshal(RetirePatch(), &pod); err != nil {
+		t.Fatal(err)
+	}
+	want := corev1.Pod{}
+	want.Annotations = map[string]string{"controller.kubernetes.io/pod-deletion-cost": "-1000"}
+	if !reflect.DeepEqual(pod, want) {
+		t.Fatalf("patch = %s", RetirePatch())
 	}
 }

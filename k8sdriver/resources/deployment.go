@@ -52,3 +52,19 @@ func Service(namespace, function string) *corev1ac.ServiceApplyConfiguration {
 			WithSelector(serverSelector(function)).
 			WithPorts(corev1ac.ServicePort().WithName("http").WithPort(Port).WithTargetPort(intstr.FromInt32(Port)).WithProtocol(corev1.ProtocolTCP)))
 }
+
+// PodDeletionCost is the annotation by which the ReplicaSet controller
+// (Kubernetes 1.22 and later) chooses which of its ready pods to delete
+// when it scales down: the lowest cost first, 0 when absent.
+const PodDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
+
+// RetiredDeletionCost is the deletion cost of a pod Scale retires: below
+// every other pod's, so it goes first.
+const RetiredDeletionCost = "-1000"
+
+// RetirePatch returns the JSON merge patch that marks a pod to be deleted
+// first (RetiredDeletionCost). A merge patch, not an apply: a pod that is
+// gone in the meantime must stay gone, not be created from the patch.
+func RetirePatch() []byte {
+	return []byte(`{"metadata":{"annotations":{"` + PodDeletionCost + `":"` + RetiredDeletionCost + `"}}}`)
+}

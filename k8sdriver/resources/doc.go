@@ -7,7 +7,8 @@
 //	tenant.go      TenantObjects: Namespace with Pod Security "restricted",
 //	               default-deny NetworkPolicy, ResourceQuota, LimitRange
 //	kaniko.go      KanikoJob (the build Job in the build namespace), KanikoArgs
-//	deployment.go  Deployment and Service (HTTP serving)
+//	deployment.go  Deployment and Service (HTTP serving), RetirePatch (the
+//	               pod Scale stops first)
 //	runjob.go      RunJob and EventSecret (one run), JobOwner
 //	cronjob.go     CronJob (one cron trigger)
 //	podspec.go     the function pod shared by the three above, EnvSecret
