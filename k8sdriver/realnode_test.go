@@ -27,10 +27,7 @@ import (
 // two control planes watch.
 func TestCronJobRunsAreReportedOnce(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	d, code := realNodeDriver(t, c, nil)
-	ns := realTenantNamespace(t, c)
-	w := buildOnNode(t, d, code, ns, "tick", map[string]string{
+	c, d, w := buildOnNode(t, "tick", map[string]string{
 		"handler.py": "def handle(event):\n    print('tick', event['trigger'])\n    return {'trigger': event['trigger']}\n"})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -45,10 +42,10 @@ func TestCronJobRunsAreReportedOnce(t *testing.T) {
 	select {
 	case r = <-reports:
 	case <-ctx.Done():
-		t.Fatalf("no cron run reported\n%s", c.Describe(context.Background(), ns))
+		t.Fatalf("no cron run reported\n%s", c.Describe(context.Background(), w.Namespace))
 	}
 	lines := strings.Split(strings.TrimSpace(r.Result.Stdout), "\n")
-	if r.Namespace != ns || r.Function != "tick" || r.Trigger != "every-minute" || r.Version != 1 || r.Result.ExitCode != 0 ||
+	if r.Namespace != w.Namespace || r.Function != "tick" || r.Trigger != "every-minute" || r.Version != 1 || r.Result.ExitCode != 0 ||
 		!strings.Contains(r.Result.Stdout, "tick every-minute") || lines[len(lines)-1] != `{"trigger": "every-minute"}` || !r.Ended.After(r.Started) {
 		t.Fatalf("reported %+v", r)
 	}
@@ -73,11 +70,14 @@ func realTenantNamespace(t testing.TB, c *testcluster.Cluster) string {
 	return ns
 }
 
-// buildOnNode uploads a Python function's files as the API does and builds
-// version 1 with the driver; the build must succeed.
-func buildOnNode(t *testing.T, d *Driver, code *codestore.Store, ns, fn string, files map[string]string) driver.Workload {
+// buildOnNode builds version 1 of a Python function's files, uploaded as
+// the API does, in a fresh tenant namespace on the real node with
+// realNodeDriver's driver; the build must succeed.
+func buildOnNode(t *testing.T, fn string, files map[string]string) (*testcluster.Cluster, *Driver, driver.Workload) {
 	t.Helper()
-	return buildWith(t, d, code, ns, fn, 1, domain.RuntimePython311, files)
+	c := testcluster.Get(t)
+	d, code := realNodeDriver(t, c, nil)
+	return c, d, buildWith(t, d, code, realTenantNamespace(t, c), fn, 1, domain.RuntimePython311, files)
 }
 
 // buildWith uploads a function's files as the API does and builds the
@@ -109,11 +109,8 @@ func buildWith(t testing.TB, d driver.Driver, code *codestore.Store, ns, fn stri
 // the image) and its job run imports it on the real node.
 func TestPythonDependenciesOnTheNode(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	d, code := realNodeDriver(t, c, nil)
-	ns := realTenantNamespace(t, c)
 	wheel, wheelData := runtimestest.PyWheel(t, "tinywheel", "VALUE = 42\n")
-	w := buildOnNode(t, d, code, ns, "deps", map[string]string{
+	_, d, w := buildOnNode(t, "deps", map[string]string{
 		"wheels/" + wheel:  string(wheelData),
 		"requirements.txt": "--no-index\n--find-links wheels\ntinywheel==1.0\n",
 		"handler.py":       "import tinywheel\n\ndef handle(event):\n    return {'value': tinywheel.VALUE}\n",

@@ -1,6 +1,10 @@
 package k8sdriver
 
 import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -107,4 +111,72 @@ func (e *env) watchPod(pod corev1.Pod) <-chan *corev1.Pod {
 		out <- nil
 	}()
 	return out
+}
+
+// TestScaleOnTheNode scales a function to 3 pods on the real node: the
+// endpoints are 3 distinct addresses, each answered by the pod that has it;
+// scaled to 1 with two of them retired, the one left is the third, still
+// answering.
+func TestScaleOnTheNode(t *testing.T) {
+	t.Parallel()
+	c, d, w := buildOnNode(t, "scaled", map[string]string{
+		"handler.py": "import socket\n\ndef handle(event):\n    return {'pod': socket.gethostname()}\n"})
+	ns := w.Namespace
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	scale := func(replicas int, retire []string) []string {
+		t.Helper()
+		began := time.Now()
+		eps, err := d.Scale(ctx, driver.Deployment{Workload: w, Replicas: replicas, Retire: retire})
+		if err != nil {
+			t.Fatalf("Scale to %d: %v\n%s", replicas, err, c.Describe(context.Background(), ns))
+		}
+		t.Logf("Scale to %d: %s", replicas, time.Since(began).Round(time.Millisecond))
+		return eps
+	}
+	// answeredBy asks the function at ep which pod answers, and checks
+	// that the pod is the one with ep's address.
+	answeredBy := func(ep string) string {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", ep, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		var a struct{ Pod string }
+		if err := json.Unmarshal(body, &a); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s %q", ep, resp.Status, body)
+		}
+		pod, err := c.Client.CoreV1().Pods(ns).Get(ctx, a.Pod, metav1.GetOptions{})
+		if err != nil || podEndpoint(pod.Status.PodIP) != ep {
+			t.Fatalf("%s was answered by pod %q (%v), which is not at that address", ep, a.Pod, err)
+		}
+		return a.Pod
+	}
+
+	eps := scale(3, nil)
+	if len(eps) != 3 || len(slices.Compact(slices.Clone(eps))) != 3 || !slices.IsSorted(eps) {
+		t.Fatalf("endpoints of 3 replicas = %q", eps)
+	}
+	pods := map[string]bool{}
+	for _, ep := range eps {
+		pods[answeredBy(ep)] = true
+	}
+	if len(pods) != 3 {
+		t.Fatalf("3 endpoints answered from %d pods", len(pods))
+	}
+	kept := answeredBy(eps[2])
+
+	left := scale(1, eps[:2])
+	if !slices.Equal(left, eps[2:]) {
+		t.Fatalf("after retiring %q: endpoints %q, want %q", eps[:2], left, eps[2:])
+	}
+	if got := answeredBy(left[0]); got != kept {
+		t.Fatalf("the endpoint left is answered by %s, want %s", got, kept)
+	}
 }
