@@ -3,14 +3,17 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/client"
+	"github.com/slessio/sless/internal/testutil"
 )
 
 // TestDeployScaleFlagsAndProjectFile: --min-instances, --max-instances and
@@ -112,5 +115,25 @@ func TestFunctionShowsInstancesNow(t *testing.T) {
 	out, err = sless(t, "fn", "get", "quiet", "--url", srv.URL, "--token", tok)
 	if err != nil || strings.Contains(out, "instances now") || !strings.Contains(out, "min instances:          1 (kept running)\n") {
 		t.Fatalf("fn get without instances = %q (%v); want no instances line", out, err)
+	}
+}
+
+// TestDeployKeepsInstancesRunning: a function served at a URL and deployed
+// with --min-instances 1 runs one instance without a call, and fn get says so.
+func TestDeployKeepsInstancesRunning(t *testing.T) {
+	url, tok := platform(t, "cli-warm", platformOptions{})
+	_, must := slessAt(t, url, tok)
+	must("fn", "deploy", functionDir(t, map[string]string{"handler.py": greeterPy}), "--name", "warm", "--runtime", "python3.11",
+		"--min-instances", "1", "--http", "--quiet")
+	ready := regexp.MustCompile(`instances now:\s+1 ready of 1 desired, 0 in flight\n`)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if out := must("fn", "get", "warm"); !ready.MatchString(out) {
+			return fmt.Errorf("fn get = %q; want 1 instance ready", out)
+		}
+		return nil
+	})
+	out := must("fn", "get", "warm")
+	if !strings.Contains(out, "min instances:          1 (kept running)\n") {
+		t.Fatalf("fn get = %q; want min instances 1", out)
 	}
 }
