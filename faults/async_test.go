@@ -88,6 +88,13 @@ func TestAsync(t *testing.T) {
 	}
 	tn.waitServing(p, "bounded", tn.upload(p, "bounded", asyncHandler), 90*time.Second)
 	t.Run("max concurrency", func(t *testing.T) { asyncConcurrency(t, tn, c) })
+
+	// A burst of queued invocations scales to max_instances 3, no further.
+	if _, err := c.CreateFunction(ctx, client.CreateFunctionRequest{Name: "burst", Runtime: "python3.11", MaxInstances: 3, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	tn.waitServing(p, "burst", tn.upload(p, "burst", asyncHandler), 90*time.Second)
+	t.Run("scale", func(t *testing.T) { asyncScale(t, c) })
 	t.Run("kill -9", func(t *testing.T) { asyncKill9(t, w, p, tn, c) })
 }
 
@@ -368,6 +375,47 @@ func asyncConcurrency(t *testing.T, tn *tenant, c *client.Client) {
 	promise(t, scenario, "max_concurrency 2 under 100 queued deliveries: never more than 2 at once (as the function counts)",
 		ok == 100 && r.Most >= 1 && r.Most <= 2,
 		"%d of 100 succeeded in %s; most at once %d", ok, secs(time.Since(start)), r.Most)
+}
+
+// asyncScale: a burst of queued invocations of a function with
+// max_instances 3 and concurrency 1 runs on 3 instances at most, and does
+// reach 3, as the control plane's scaler reports; every one succeeds.
+func asyncScale(t *testing.T, c *client.Client) {
+	const scenario = "async: scale"
+	n := 300
+	if sizes().name == "full" {
+		n = 1000
+	}
+	start := time.Now()
+	var ids []string
+	for i := range n {
+		ids = append(ids, enqueue(t, c, "burst", fmt.Sprintf(`{"key": "s%d", "sleep": 0.05}`, i), client.AsyncOptions{}))
+	}
+	most, stop, sampled := 0, make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if f, err := c.GetFunction(context.Background(), "burst"); err == nil && f.Instances != nil {
+				most = max(most, f.Instances.Ready)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	ok := 0
+	for _, id := range ids {
+		if finished(t, c, "burst", id, 3*time.Minute).State == "succeeded" {
+			ok++
+		}
+	}
+	close(stop)
+	<-sampled
+	promise(t, scenario, fmt.Sprintf("a burst of %d queued invocations with max_instances 3: scaled to 3 instances, never more", n),
+		ok == n && most == 3,
+		"%d of %d succeeded in %s; most instances at once %d", ok, n, secs(time.Since(start)), most)
 }
 
 func asyncKill9(t *testing.T, w *world, p *plane, tn *tenant, c *client.Client) {

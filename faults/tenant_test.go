@@ -58,12 +58,15 @@ func (tn *tenant) functionsURL(p *plane) string {
 	return p.base() + "/v1/namespaces/" + tn.ns + "/functions"
 }
 
-// create creates function fn (Python) with an http trigger when http is set.
+// create creates function fn (Python) with an http trigger when http is
+// set. It runs one instance taking every request at once, as the
+// scenarios' handlers count what they saw in the process.
 func (tn *tenant) create(p *plane, fn string, retrySafe, http bool) {
 	tn.t.Helper()
 	ctx := context.Background()
 	c := tn.api(p)
-	if _, err := c.CreateFunction(ctx, client.CreateFunctionRequest{Name: fn, Runtime: "python3.11", RetrySafe: retrySafe, TimeoutSec: 60}); err != nil {
+	if _, err := c.CreateFunction(ctx, client.CreateFunctionRequest{Name: fn, Runtime: "python3.11", RetrySafe: retrySafe, TimeoutSec: 60,
+		MaxInstances: 1, Concurrency: domain.MaxInstanceConcurrency}); err != nil {
 		tn.t.Fatalf("create %s: %v", fn, err)
 	}
 	if http {
