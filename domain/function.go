@@ -418,7 +418,7 @@ func (f *Function) Upload(code Code, now time.Time) ([]Event, int, error) {
 	if err := f.mustExist(); err != nil {
 		return nil, 0, err
 	}
-	same := func(v Version) bool { return v.Digest == code.Digest && v.Config.Equal(f.Config) }
+	same := func(v Version) bool { return v.Digest == code.Digest && v.Config.runsLike(f.Config) } // async and scale are the function's
 	if active, ok := f.Version(f.ActiveVersion); ok && same(active) {
 		return nil, active.Number, nil
 	}
