@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,6 +125,29 @@ func TestQuickStartOnKubernetes(t *testing.T) {
 	// through the same proxy, its outcome readable.
 	asyncOutcome(t, "http://"+listen, token, auth.Namespace("k8s-user"), "hello", `{"name": "async"}`, `{"hello":"async"}`)
 
+	// Scaling out: a handler that sleeps 300 ms with concurrency 1 and
+	// max_instances 3 under 8 clients runs on more pods of its Deployment,
+	// 3 at most, and the answers come from different pods.
+	write(t, hello, "handler.py", "import socket\nimport time\n\n\ndef handle(event):\n    time.sleep(0.3)\n    return {\"pod\": socket.gethostname()}\n")
+	if out := sless("fn", "deploy", hello, "--max-instances", "3", "--concurrency", "1"); !strings.Contains(out, "version 3 is Ready") {
+		t.Fatalf("deploy v3: %s", out)
+	}
+	ns := auth.Namespace("k8s-user")
+	answered, most := loadPods(t, "http://"+listen+"/fn/"+ns+"/hello", 8, 15*time.Second), int32(0)
+	dep, err := c.Client.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dep.Items {
+		if d.Spec.Replicas != nil {
+			most = max(most, *d.Spec.Replicas)
+		}
+	}
+	t.Logf("8 clients on max_instances 3: answers from %d pods %v; the Deployment asks for %d replicas", len(answered), answered, most)
+	if len(answered) < 2 || len(answered) > 3 || most < 2 || most > 3 {
+		t.Fatalf("answers from %d pods, %d replicas; want 2 or 3 of each (max_instances 3)", len(answered), most)
+	}
+
 	// The CronJob fired on its own, and its run is in the invocation log.
 	testutil.WaitFor(t, time.Until(cronSince.Add(150*time.Second)), func() bool {
 		out, _, err := try("fn", "logs", "hello")
@@ -139,6 +164,47 @@ func TestQuickStartOnKubernetes(t *testing.T) {
 			t.Errorf("pod %s on %q, want the real node", pod.Name, pod.Spec.NodeName)
 		}
 	}
+}
+
+// loadPods sends requests to url from clients at once for d and returns
+// the pods that answered (the handler's {"pod": hostname}); any failure
+// fails the test.
+func loadPods(t *testing.T, url string, clients int, d time.Duration) map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	pods := map[string]int{}
+	var failures []string
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				var body struct{ Pod string }
+				resp, err := http.Post(url, "application/json", strings.NewReader("{}"))
+				if err == nil {
+					err = json.NewDecoder(resp.Body).Decode(&body)
+					resp.Body.Close()
+					if err == nil && resp.StatusCode != http.StatusOK {
+						err = errors.New(resp.Status)
+					}
+				}
+				mu.Lock()
+				if err != nil {
+					failures = append(failures, err.Error())
+				} else {
+					pods[body.Pod]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("%d requests failed, e.g. %s", len(failures), failures[0])
+	}
+	return pods
 }
 
 // asyncOutcome queues event for fn through the API (invoke?async=true)
