@@ -72,6 +72,8 @@ func TestControlPlaneRole(t *testing.T) {
 	e := setup(t, func(cfg *Config) { cfg.Endpoint = EndpointSlices }, cp)
 	w := e.mustBuild("guarded", 1, "rbac")
 	e.mustDeploy(w, 1)
+	eps := e.mustScale(w, 2, nil)
+	e.mustScale(w, 1, eps[:1]) // marks the retired pod (patch)
 	if _, err := e.d.Deploy(ctx, driver.Deployment{Workload: w, Replicas: 0}); err != nil {
 		t.Fatalf("scale to zero: %v", err)
 	}
