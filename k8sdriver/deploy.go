@@ -8,6 +8,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/driver"
@@ -21,12 +23,25 @@ const crashLogLines = 20
 // EndpointSlices mode the first ready pod address, with Replicas > 0; ""
 // with 0. Scale's wait is a rollout's: it returns once the function's pods
 // are dep.Replicas ready pods of the version and no other is left serving.
+// Unlike Scale it never scales the running version down: more replicas of
+// it than asked for (the proxy's autoscaler scaled it out) are kept, so a
+// rollout that does not change the version stops no pod that serves.
 // Applying what is already there changes nothing, so a redeploy restarts no
 // pod. A version whose container exits before it is ready, restarts
 // CrashLoopRestarts times, cannot be pulled, or whose pods the cluster
 // refuses (quota, admission) is EUNPROCESSABLE with the end of its output;
 // EUNAVAILABLE when ctx ends first; otherwise the mapped API error.
 func (d *Driver) Deploy(ctx context.Context, dep driver.Deployment) (string, error) {
+	if dep.Replicas > 0 {
+		cur, err := d.client.AppsV1().Deployments(dep.Namespace).Get(ctx, resources.ObjectName(dep.Function), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return "", mapErr("get deployment of "+dep.Function, err)
+		case cur.Spec.Template.Labels[resources.LabelVersion] == strconv.Itoa(dep.Version) && cur.Spec.Replicas != nil:
+			dep.Replicas = max(dep.Replicas, int(*cur.Spec.Replicas))
+		}
+	}
 	endpoints, err := d.Scale(ctx, dep)
 	if err != nil || len(endpoints) == 0 {
 		return "", err

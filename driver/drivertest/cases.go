@@ -284,7 +284,8 @@ func testRemove(t *testing.T, h Harness) {
 }
 
 // testScale scales a deployed version out to three instances, which must be
-// three processes answering, and back in to one, retiring two named ones:
+// three processes answering and which a Deploy of the running version
+// with one replica keeps, and back in to one, retiring two named ones:
 // the third keeps serving, the same process. A driver whose endpoints are
 // one per instance (the local driver, Kubernetes with EndpointSlices)
 // returns three different ones; a driver behind one load-balanced address
@@ -300,6 +301,10 @@ func testScale(t *testing.T, h Harness) {
 	}
 	if distinct := len(slices.Compact(slices.Clone(eps))); distinct != 1 && distinct != 3 {
 		t.Fatalf("Scale to 3 = %v: %d distinct endpoints, want 3 (one per instance) or 1 (one balanced address)", eps, distinct)
+	}
+	x.mustDeploy(w) // a rollout of the running version stops none of them
+	if again := x.mustScale(w, 3, nil); !slices.Equal(again, eps) {
+		t.Fatalf("after Deploy with 1 replica, Scale to 3 = %v, want the same instances %v", again, eps)
 	}
 	perInstance := eps[0] != eps[1]
 	if !perInstance {
