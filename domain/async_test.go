@@ -94,15 +94,7 @@ func TestCallbackAllow(t *testing.T) {
 func TestAsyncConfigIsTheFunctions(t *testing.T) {
 	now := time.Now()
 	f := NewFunction("sless-0123456789abcdef", "f")
-	apply := func(evs []Event, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range evs {
-			f.Apply(e)
-		}
-	}
+	apply := applier(t, f)
 	apply(f.Create(FunctionSpec{Runtime: "python3.11"}, now))
 	apply(mustUpload(f, "d1", now))
 	apply(f.SucceedBuild(1, "img:1", "", now))
@@ -117,6 +109,20 @@ func TestAsyncConfigIsTheFunctions(t *testing.T) {
 	apply(f.Rollback(1, now))
 	if f.Config.MemoryMB != DefaultMemoryMB || f.Config.AsyncPolicy() != a {
 		t.Fatalf("after the rollback: memory %d, async %+v; want version 1's memory and the function's async %+v", f.Config.MemoryMB, f.Config.AsyncPolicy(), a)
+	}
+}
+
+// applier returns a function applying a command's events to f, failing t
+// on the command's error.
+func applier(t *testing.T, f *Function) func([]Event, error) {
+	return func(evs []Event, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			f.Apply(e)
+		}
 	}
 }
 

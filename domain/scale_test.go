@@ -46,15 +46,7 @@ func fieldOf(err error) string {
 func TestScaleConfigIsTheFunctions(t *testing.T) {
 	now := time.Now()
 	f := NewFunction("sless-0123456789abcdef", "f")
-	apply := func(evs []Event, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range evs {
-			f.Apply(e)
-		}
-	}
+	apply := applier(t, f)
 	apply(f.Create(FunctionSpec{Runtime: "python3.11"}, now))
 	apply(mustUpload(f, "d1", now))
 	apply(f.SucceedBuild(1, "img:1", "", now))
