@@ -44,7 +44,16 @@ type Description struct {
 	// ReadOnlyRoot says that the runtime's image runs with a read-only root
 	// file system: the process writes below /tmp only.
 	ReadOnlyRoot bool
+	// Pool says that the wrapper has a pool mode (ModePool, see
+	// Specialization); PoolCaps are then the capabilities, as setpriv(1)
+	// names them, that it needs to switch itself to its function's uid and
+	// gid when it runs as root: all it may start with.
+	Pool     bool
+	PoolCaps []string
 
+	// startVar, when set, says which variables of its own the runtime
+	// reads only when it starts (PoolServes).
+	startVar func(name string) bool
 	// memoryEnv, when set, is the runtime's memory knob (MemoryEnv).
 	memoryEnv func(memoryMB int, userEnv map[string]string) []string
 	// imageSteps, when set, installs dependencies in a function image (ImageSteps).

@@ -38,7 +38,9 @@
 // exported function name in; SLESS_MODE, server (default), job, or check (load the
 // entrypoint and exit: 0 when it resolves, 1 with the load error; the build runs it);
 // SLESS_EVENT, the job's input, a JSON object (empty means {}); SLESS_TIMEOUT_SEC, the
-// job's time limit.
+// job's time limit. Python and Node.js also have a pool mode, pool, for a driver's warm
+// pool: the process starts without a function and is given one on its control socket,
+// SLESS_CONTROL_FD (pool.go has the protocol).
 //
 // SLESS_LISTEN_FD, when not empty, is the decimal number of a file descriptor the
 // process inherits (say 3) that holds an already-listening stream socket, Unix or TCP.

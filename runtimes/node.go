@@ -30,7 +30,8 @@ type node struct{}
 
 func init() {
 	register(Description{Name: "nodejs20", ReadOnlyRoot: true, memoryEnv: nodeMemoryEnv, lang: node{}, imageSteps: nodeImageSteps,
-		buildArgEnv: map[string]string{"npm_config_registry": EnvNpmRegistry}})
+		buildArgEnv: map[string]string{"npm_config_registry": EnvNpmRegistry},
+		Pool:        true, PoolCaps: []string{"setuid", "setgid"}, startVar: nodeStartVar})
 }
 
 // nodeImageSteps installs package.json's dependencies into the image as the
@@ -77,6 +78,13 @@ func npmInstall(lockfile bool) (name string, args []string) {
 		args = append(args, "--ignore-scripts")
 	}
 	return name, args
+}
+
+// nodeStartVar: Node.js reads NODE_OPTIONS (the memory knob), NODE_PATH and
+// its other NODE_* variables, and libuv its UV_*, when it starts; NODE_ENV
+// is the libraries' to read.
+func nodeStartVar(name string) bool {
+	return strings.HasPrefix(name, "NODE_") && name != "NODE_ENV" || strings.HasPrefix(name, "UV_")
 }
 
 // nodeMemoryEnv sets V8's heap limit (its garbage collector works harder near

@@ -44,7 +44,15 @@ const (
 var pipIndexEnv = map[string]string{"PIP_INDEX_URL": EnvPipIndexURL, "PIP_EXTRA_INDEX_URL": EnvPipExtraIndexURL}
 
 func init() {
-	register(Description{Name: "python3.11", ReadOnlyRoot: true, lang: python{}, imageSteps: pythonImageSteps, buildArgEnv: pipIndexEnv})
+	register(Description{Name: "python3.11", ReadOnlyRoot: true, lang: python{}, imageSteps: pythonImageSteps, buildArgEnv: pipIndexEnv,
+		// setpcap: to empty its bounding set before it switches.
+		Pool: true, PoolCaps: []string{"setuid", "setgid", "setpcap"}, startVar: pythonStartVar})
+}
+
+// pythonStartVar: the interpreter reads PYTHON* when it starts, but for
+// PYTHONPATH, which the wrapper in pool mode applies to sys.path itself.
+func pythonStartVar(name string) bool {
+	return strings.HasPrefix(name, "PYTHON") && name != "PYTHONPATH"
 }
 
 // pipInstall is pip's part of the install a build runs, locally and in an

@@ -34,6 +34,9 @@ const (
 	ModeServer Mode = "server" // serve HTTP on PORT until stopped
 	ModeJob    Mode = "job"    // call the function once with SLESS_EVENT and exit
 	ModeCheck  Mode = "check"  // load the entrypoint and exit: 0 when it resolves, 1 with the error
+	// ModePool starts without a function and waits on its control socket
+	// (EnvControlFD) to be given one (a warm pool: see Specialization).
+	ModePool Mode = "pool"
 )
 
 // language is what differs between runtimes.
@@ -121,8 +124,9 @@ func (s Spec) Cmd(ctx context.Context, env ...string) *exec.Cmd {
 // process. It returns EINVALID for an unknown mode, EUNPROCESSABLE when dir was not
 // installed or built, and EUNAVAILABLE when the interpreter is missing.
 func (r Runtime) Command(dir string, mode Mode) (Spec, error) {
-	if mode != ModeServer && mode != ModeJob && mode != ModeCheck {
-		return Spec{}, domain.Errorf(domain.EINVALID, "mode must be %q, %q or %q, got %q", ModeServer, ModeJob, ModeCheck, mode)
+	if mode != ModeServer && mode != ModeJob && mode != ModeCheck && (mode != ModePool || !r.desc.Pool) {
+		return Spec{}, domain.Errorf(domain.EINVALID, "mode must be %q, %q or %q (or %q for a runtime with a pool mode), got %q",
+			ModeServer, ModeJob, ModeCheck, ModePool, mode)
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -137,7 +141,7 @@ func (r Runtime) Command(dir string, mode Mode) (Spec, error) {
 		"LANG=C.UTF-8",
 		EnvMode + "=" + string(mode),
 	}
-	if mode == ModeServer {
+	if mode == ModeServer || mode == ModePool {
 		base = append(base, EnvHost+"=127.0.0.1") // local processes are reached through the proxy only
 	}
 	return Spec{Path: path, Args: args, Dir: filepath.Join(dir, FunctionDir), Env: append(base, env...)}, nil

@@ -8,8 +8,9 @@
 //
 // Environment: PORT (8080), SLESS_HOST (all interfaces), SLESS_LISTEN_FD (an inherited,
 // already-listening stream socket to serve on instead of binding SLESS_HOST:PORT),
-// SLESS_ENTRYPOINT (module.function, required), SLESS_MODE (server | job | check), SLESS_EVENT
-// (job input, JSON object), SLESS_TIMEOUT_SEC (job time limit; exit 124 when it passes).
+// SLESS_ENTRYPOINT (module.function, required), SLESS_MODE (server | job | check | pool), SLESS_EVENT
+// (job input, JSON object), SLESS_TIMEOUT_SEC (job time limit; exit 124 when it passes),
+// SLESS_CONTROL_FD (pool mode: the socket its function comes on; runtimes/pool.go).
 
 const fs = require('node:fs')
 const http = require('node:http')
@@ -25,7 +26,7 @@ const LOG_MARKER = Buffer.from('\n[sless: log truncated]\n')
 const JSON_TYPE = 'application/json'
 const HTML_TYPE = 'text/html; charset=utf-8'
 const TEXT_TYPE = 'text/plain; charset=utf-8'
-const FUNCTION_DIR = path.join(__dirname, 'function')
+let FUNCTION_DIR = path.join(__dirname, 'function') // pool mode: the one it is given
 // Headers the wrapper computes itself; a function's own values for them are dropped.
 const RESERVED_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', LOG_HEADER.toLowerCase()])
 const EMPTY = Buffer.alloc(0)
@@ -288,9 +289,26 @@ function invoke (fn, event, done) {
   else succeed(result)
 }
 
-// serve listens first (health answers 503 while loading), then loads the function. It
-// listens on the inherited socket SLESS_LISTEN_FD when that is set, else on SLESS_HOST:PORT.
-function serve (entrypoint) {
+// serve listens first (health answers 503 while loading), then loads the function; given
+// a server that listens already (pool mode) it loads at once.
+function serve (entrypoint, server) {
+  const loadFunction = () => {
+    load(entrypoint).then((fn) => { userFunction = fn }, (err) => failLoad(entrypoint, err))
+  }
+  if (server) loadFunction()
+  else server = listen(loadFunction)
+  // SIGTERM (a pod or a process being stopped): take no new connections,
+  // let the requests in flight finish, exit 0.
+  process.removeAllListeners('SIGTERM')
+  process.on('SIGTERM', () => {
+    server.close(() => process.exit(0))
+    server.closeIdleConnections()
+  })
+}
+
+// listen makes the server and listens on the inherited socket SLESS_LISTEN_FD when that is
+// set, else on SLESS_HOST:PORT; then calls onListening. Connections wait for the event loop.
+function listen (onListening) {
   const fd = process.env.SLESS_LISTEN_FD
   if (fd && !/^[0-9]+$/.test(fd)) {
     process.stderr.write(`sless: SLESS_LISTEN_FD must be a file descriptor number, got ${JSON.stringify(fd)}\n`)
@@ -302,18 +320,9 @@ function serve (entrypoint) {
     process.stderr.write(`sless: cannot listen${fd ? ` on fd ${fd}` : ''}: ${err.message}\n`)
     process.exit(1)
   })
-  const loadFunction = () => {
-    load(entrypoint).then((fn) => { userFunction = fn }, (err) => failLoad(entrypoint, err))
-  }
-  // SIGTERM (a pod or a process being stopped): take no new connections,
-  // let the requests in flight finish, exit 0.
-  process.removeAllListeners('SIGTERM')
-  process.on('SIGTERM', () => {
-    server.close(() => process.exit(0))
-    server.closeIdleConnections()
-  })
-  if (fd) server.listen({ fd: Number(fd) }, loadFunction) // a TCP or a Unix socket, listening already
-  else server.listen(Number(process.env.PORT || 8080), process.env.SLESS_HOST || undefined, loadFunction)
+  if (fd) server.listen({ fd: Number(fd) }, onListening) // a TCP or a Unix socket, listening already
+  else server.listen(Number(process.env.PORT || 8080), process.env.SLESS_HOST || undefined, onListening)
+  return server
 }
 
 function parseEvent (text) {
@@ -375,6 +384,106 @@ async function check (entrypoint) {
   process.exit(0)
 }
 
+// pool waits, warm, for the function it is to serve, then becomes its server: the pool
+// mode (runtimes/pool.go). Nothing of the function is in this process before.
+async function pool () {
+  const fd = process.env.SLESS_CONTROL_FD
+  if (!/^[0-9]+$/.test(fd || '')) fatal(`SLESS_CONTROL_FD must be a file descriptor number, got ${JSON.stringify(fd)}`)
+  const ctl = Number(fd)
+  await warmUp()
+  // The server, made now, serves once this returns to the event loop: after the
+  // function is loaded.
+  const server = listen()
+  fs.writeSync(ctl, 'ready\n')
+  const line = readLine(ctl)
+  fs.closeSync(ctl)
+  if (line === null) process.exit(0) // the platform let it go
+  const spec = JSON.parse(line)
+  become(spec.uid, spec.gid)
+  for (const name of Object.keys(process.env)) delete process.env[name]
+  for (const kv of spec.env) {
+    const eq = kv.indexOf('=')
+    if (eq > 0) process.env[kv.slice(0, eq)] = kv.slice(eq + 1)
+  }
+  FUNCTION_DIR = spec.dir
+  process.chdir(FUNCTION_DIR)
+  serve(process.env.SLESS_ENTRYPOINT || '', server)
+}
+
+// warmUp answers one request of its own on a throwaway socket (an abstract Unix socket,
+// which names no file), so that what Node.js loads only for a server's first request is
+// loaded before the function comes.
+function warmUp () {
+  return new Promise((resolve) => {
+    const name = `\0sless-warm-up-${process.pid}-${Math.random()}`
+    const server = http.createServer(handle)
+    const done = () => server.close(() => resolve())
+    server.on('error', () => resolve())
+    server.listen(name, () => {
+      http.get({ socketPath: name, path: HEALTH_PATH }, (res) => res.resume().on('end', done)).on('error', done)
+    })
+  })
+}
+
+// readLine reads descriptor fd up to its first newline, blocking; null at end of file.
+function readLine (fd) {
+  const chunks = []
+  const buf = Buffer.alloc(64 * 1024)
+  for (;;) {
+    let n
+    try {
+      n = fs.readSync(fd, buf)
+    } catch (err) {
+      if (err.code !== 'EAGAIN') throw err
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1) // a non-blocking socket: wait a little
+      continue
+    }
+    if (n === 0) return null
+    const nl = buf.subarray(0, n).indexOf(10)
+    chunks.push(Buffer.from(buf.subarray(0, nl < 0 ? n : nl)))
+    if (nl >= 0) return Buffer.concat(chunks).toString('utf8')
+  }
+}
+
+// become switches to uid and gid for good: no groups, nothing in the permitted,
+// effective, inheritable or ambient capability sets of any thread (checked in /proc).
+// Node.js cannot empty its bounding set; no_new_privs keeps what is left there unused.
+function become (uid, gid) {
+  if (uid < 0) return // every tenant has the platform's uid here
+  try {
+    process.setgroups([])
+    process.setgid(gid)
+    process.setuid(uid)
+  } catch (err) {
+    fatal(`switch to uid ${uid}: ${err.message}`)
+  }
+  const want = {
+    Uid: `${uid}\t${uid}\t${uid}\t${uid}`,
+    Gid: `${gid}\t${gid}\t${gid}\t${gid}`,
+    Groups: '',
+    NoNewPrivs: '1',
+    CapInh: '0'.repeat(16),
+    CapPrm: '0'.repeat(16),
+    CapEff: '0'.repeat(16),
+    CapAmb: '0'.repeat(16)
+  }
+  for (const task of fs.readdirSync('/proc/self/task')) {
+    const status = {}
+    for (const line of fs.readFileSync(`/proc/self/task/${task}/status`, 'utf8').split('\n')) {
+      const sep = line.indexOf(':\t')
+      if (sep > 0) status[line.slice(0, sep)] = line.slice(sep + 2).trim()
+    }
+    for (const [name, value] of Object.entries(want)) {
+      if (status[name] !== value) fatal(`still ${name} ${JSON.stringify(status[name])} after the switch to uid ${uid}`)
+    }
+  }
+}
+
+function fatal (message) {
+  process.stderr.write(`sless: ${message}\n`)
+  process.exit(1)
+}
+
 function main () {
   captureStream(process.stdout, true)
   captureStream(process.stderr, false)
@@ -386,8 +495,9 @@ function main () {
   if (mode === 'server') serve(entrypoint)
   else if (mode === 'job') runJob(entrypoint)
   else if (mode === 'check') check(entrypoint)
+  else if (mode === 'pool') pool()
   else {
-    process.stderr.write(`sless: SLESS_MODE must be server, job or check, got ${JSON.stringify(mode)}\n`)
+    process.stderr.write(`sless: SLESS_MODE must be server, job, check or pool, got ${JSON.stringify(mode)}\n`)
     process.exit(2)
   }
 }

@@ -7,8 +7,9 @@ same behaviour and are tested by one conformance suite.
 
 Environment: PORT (8080), SLESS_HOST (all interfaces), SLESS_LISTEN_FD (an inherited,
 already-listening stream socket to serve on instead of binding SLESS_HOST:PORT),
-SLESS_ENTRYPOINT (module.function, required), SLESS_MODE (server | job | check), SLESS_EVENT
-(job input, JSON object), SLESS_TIMEOUT_SEC (job time limit; exit 124 when it passes).
+SLESS_ENTRYPOINT (module.function, required), SLESS_MODE (server | job | check | pool), SLESS_EVENT
+(job input, JSON object), SLESS_TIMEOUT_SEC (job time limit; exit 124 when it passes),
+SLESS_CONTROL_FD (pool mode: the socket its function comes on; runtimes/pool.go).
 """
 
 import atexit
@@ -24,6 +25,7 @@ import socket
 import socketserver
 import sys
 import threading
+import time
 import traceback
 import urllib.parse
 
@@ -389,8 +391,10 @@ def _listen():
         sys.exit(1)
 
 
-def _serve(entrypoint):
-    """Listens first (health answers 503 while loading), then loads the function."""
+def _serve(entrypoint, load_first=False):
+    """Listens first (health answers 503 while loading), then loads the function; with
+    load_first (pool mode, where the socket listens already and requests wait in its
+    backlog meanwhile) it loads first: the first health check is answered 200 at once."""
     global _function
     # One thread per connection: 8 MiB default stacks would exhaust a small
     # function's memory limit at a few dozen concurrent requests; 2 MiB still
@@ -405,11 +409,14 @@ def _serve(entrypoint):
 
     signal.signal(signal.SIGTERM, stop)
     thread = threading.Thread(target=server.serve_forever, name="sless-http", daemon=True)
-    thread.start()
+    if not load_first:
+        thread.start()
     try:
         _function = _load(entrypoint)
     except BaseException as exc:
         _fail_load(entrypoint, exc)
+    if load_first:
+        thread.start()
     thread.join()
     server.server_close()
     with _idle:  # the requests in flight finish (the pod's grace period bounds this)
@@ -480,6 +487,67 @@ def _check(entrypoint):
     _exit(0)
 
 
+def _pool():
+    """Waits, warm, for the function it is to serve, then becomes its server: the pool
+    mode (runtimes/pool.go). Nothing of the function is in this process before."""
+    global FUNCTION_DIR
+    import ctypes  # noqa: PLC0415 - pool mode only: to drop the bounding set
+
+    fd = os.environ.get("SLESS_CONTROL_FD", "")
+    if not FD_NUMBER.fullmatch(fd):
+        _fatal(f"SLESS_CONTROL_FD must be a file descriptor number, got {fd!r}")
+    libc = ctypes.CDLL(None, use_errno=True)
+    with socket.socket(fileno=int(fd)) as ctl:
+        ctl.sendall(b"ready\n")
+        with ctl.makefile("rb") as reader:
+            line = reader.readline()
+    if not line:
+        os._exit(0)  # the platform let it go
+    spec = json.loads(line)
+    _become(libc, ctypes, spec["uid"], spec["gid"])
+    env = dict(kv.split("=", 1) for kv in spec["env"] if "=" in kv)
+    os.environ.clear()
+    os.environ.update(env)
+    time.tzset()
+    FUNCTION_DIR = spec["dir"]
+    os.chdir(FUNCTION_DIR)
+    sys.path[0] = FUNCTION_DIR
+    sys.path[1:1] = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    _serve(env.get("SLESS_ENTRYPOINT", ""), load_first=True)
+
+
+def _become(libc, ctypes, uid, gid):
+    """Switches to uid and gid for good: no groups, no capability in any set (the
+    bounding set first, while CAP_SETPCAP allows it), checked in /proc."""
+    if uid < 0:
+        return  # every tenant has the platform's uid here
+    pr_capbset_drop = 24
+    for cap in range(64):
+        if libc.prctl(pr_capbset_drop, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: past the last
+            _fatal(f"drop capability {cap} from the bounding set: {os.strerror(ctypes.get_errno())}")
+    try:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    except OSError as exc:
+        _fatal(f"switch to uid {uid}: {exc}")
+    want = {"Uid": f"{uid}\t{uid}\t{uid}\t{uid}", "Gid": f"{gid}\t{gid}\t{gid}\t{gid}", "Groups": "",
+            "NoNewPrivs": "1", "CapInh": "0" * 16, "CapPrm": "0" * 16, "CapEff": "0" * 16, "CapBnd": "0" * 16,
+            "CapAmb": "0" * 16}
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/status") as f:
+            status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+        for name, value in want.items():
+            if status.get(name, "").strip() != value:
+                _fatal(f"still {name} {status.get(name)!r} after the switch to uid {uid}")
+
+
+def _fatal(message):
+    sys.__stderr__.write(f"sless: {message}\n")
+    sys.__stderr__.flush()
+    os._exit(1)
+
+
 def main():
     sys.stdout = _Stream(sys.stdout)
     sys.stderr = _Stream(sys.stderr)
@@ -495,8 +563,10 @@ def main():
         _run_job(entrypoint)
     elif mode == "check":
         _check(entrypoint)
+    elif mode == "pool":
+        _pool()
     else:
-        sys.stderr.write(f"sless: SLESS_MODE must be server, job or check, got {mode!r}\n")
+        sys.stderr.write(f"sless: SLESS_MODE must be server, job, check or pool, got {mode!r}\n")
         sys.exit(2)
 
 
