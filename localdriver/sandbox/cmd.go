@@ -38,6 +38,10 @@ type Cmd struct {
 	cg       *cgroup.Group
 	release  sync.Once
 	oomKills atomic.Uint64
+
+	init     int         // host pid of the sandbox's first process, once started
+	users    string      // an Unassigned sandbox's own identity folder (root); removed by Wait
+	assigned atomic.Bool // Assign ran
 }
 
 // cgroupSeq makes the names of cgroups unique within a process.
@@ -125,11 +129,16 @@ func (c *Cmd) Start() error {
 	if err := json.NewDecoder(infoR).Decode(&info); err != nil || info.ChildPID <= 0 {
 		return fail(fmt.Errorf("%w (%v)", errNoInfo, err))
 	}
+	c.init = info.ChildPID
 	if err := setLimits(info.ChildPID, c.data, c.nproc); err != nil {
 		return fail(fmt.Errorf("set the limits of the sandbox: %w", err))
 	}
 	if c.s.groups != nil {
-		name := fmt.Sprintf("%s-%d-%d", c.spec.Tenant, os.Getpid(), cgroupSeq.Add(1))
+		tenant := c.spec.Tenant
+		if c.spec.Unassigned {
+			tenant = "unassigned"
+		}
+		name := fmt.Sprintf("%s-%d-%d", tenant, os.Getpid(), cgroupSeq.Add(1))
 		if c.cg, err = c.s.groups.Create(name, c.group); err != nil {
 			return fail(err)
 		}
@@ -157,6 +166,9 @@ func (c *Cmd) Wait() error {
 				c.oomKills.Store(n)
 			}
 			_ = c.cg.Remove()
+		}
+		if c.users != "" {
+			_ = os.RemoveAll(c.users)
 		}
 	})
 	return err

@@ -72,6 +72,22 @@
 // function's program. The seccomp filter is loaded by bwrap just before
 // setpriv runs; setpriv needs none of what it refuses.
 //
+// # Sandboxes made before their tenant is known
+//
+// A warm pool starts processes before it knows whose they will be
+// (Spec.Unassigned). As root such a sandbox is made as any other, but
+// setpriv keeps host uid 0 and only the capabilities the program needs to
+// switch itself to a tenant's uid (Spec.Caps: CAP_SETUID, CAP_SETGID),
+// clears the inheritable set and groups and sets no_new_privs; its passwd
+// and group files are its own, naming no tenant, and its memory limit the
+// pool's. Cmd.Assign then gives it its tenant before the program runs any
+// of the tenant's code: the passwd names the tenant's uid, the cgroup gets
+// the function's memory limit and every process RLIMIT_DATA, and the
+// program is told the uid and gid to switch to; a uid switch from root
+// clears its permitted and effective sets for good. As a normal user the
+// program runs as the platform's uid without capabilities from the start,
+// as every sandbox does, and Assign only sets the limits.
+//
 // # Without a sandbox
 //
 // New fails (EUNAVAILABLE, with the reason) when no sandbox can be made: no

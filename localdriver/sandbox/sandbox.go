@@ -141,6 +141,7 @@ func New(opts Options) (*Sandbox, error) {
 	if s.uids, err = newUIDTable(dir, opts.Registry, opts.UIDBase, s.root); err != nil {
 		return nil, err
 	}
+	sweepUnassigned(dir)
 	etc, err := writeNetworkFiles(dir)
 	if err != nil {
 		return nil, err
@@ -281,6 +282,18 @@ type Spec struct {
 	// 0: Options.MaxProcs).
 	MemoryBytes, DataBytes uint64
 	MaxProcs               int
+	// Unassigned starts the program before its tenant is known (a warm
+	// pool); Tenant must be empty, and Cmd.Assign gives it one later. As
+	// root the program runs as host uid 0 with only Caps in its permitted,
+	// effective and bounding sets (none inheritable, no_new_privs), which
+	// it needs to switch itself, for good, to the uid and gid Assign
+	// returns; its /etc/passwd and /etc/group are its own, which Assign
+	// completes. As a normal user it runs as the platform's uid with no
+	// capability, as every sandbox does.
+	Unassigned bool
+	// Caps are the capabilities an Unassigned program keeps until it
+	// switches, as setpriv(1) names them ("setuid"); ignored otherwise.
+	Caps []string
 }
 
 // Bind makes the host directory Source visible at Dest.
@@ -298,7 +311,10 @@ func (s *Sandbox) Command(spec Spec) (*Cmd, error) {
 	if s.mode == ModeNone {
 		cmd := exec.Command(spec.Path, spec.Args...)
 		cmd.Dir, cmd.Env, cmd.ExtraFiles = spec.Dir, spec.Env, spec.ExtraFiles
-		return &Cmd{Cmd: cmd, data: spec.DataBytes}, nil
+		return &Cmd{Cmd: cmd, spec: spec, data: spec.DataBytes}, nil
+	}
+	if spec.Unassigned {
+		return s.unassigned(spec)
 	}
 	uid, err := s.uids.get(spec.Tenant)
 	if err != nil {
@@ -340,7 +356,7 @@ func (s *Sandbox) command(spec Spec, uid int) (*Cmd, error) {
 		b.made[d] = true
 	}
 	b.args = append(b.args, s.fixed...)
-	users, err := s.uids.identity(uid)
+	users, err := s.identity(spec, uid)
 	if err != nil {
 		return nil, err
 	}
@@ -389,7 +405,10 @@ func (s *Sandbox) command(spec Spec, uid int) (*Cmd, error) {
 	// only); the options, which name host paths, do not.
 	var argv []string
 	argv = append(argv, "--args", strconv.Itoa(fds.args), "--")
-	if s.root {
+	switch {
+	case s.root && spec.Unassigned:
+		argv = append(argv, s.setpriv, "--clear-groups", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"+capList(spec.Caps), "--")
+	case s.root:
 		id := strconv.Itoa(uid)
 		argv = append(argv, s.setpriv, "--reuid="+id, "--regid="+id, "--clear-groups", "--no-new-privs",
 			"--inh-caps=-all", "--bounding-set=-all", "--")
@@ -398,20 +417,20 @@ func (s *Sandbox) command(spec Spec, uid int) (*Cmd, error) {
 	for _, a := range spec.Args {
 		argv = append(argv, translate(spec.Binds, a))
 	}
-	env := make([]string, len(spec.Env))
-	for i, kv := range spec.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		env[i] = k + "=" + translateList(spec.Binds, v)
-	}
+	env := EnvInside(spec.Binds, spec.Env)
 	maxProcs := spec.MaxProcs
 	if maxProcs <= 0 {
 		maxProcs = s.opts.MaxProcs
 	}
 	cmd := exec.Command(s.bwrap, argv...)
 	cmd.Env = env // bwrap and setpriv pass it on unchanged
-	return &Cmd{Cmd: cmd, s: s, spec: spec, data: spec.DataBytes, nproc: uint64(s.opts.MaxProcs),
+	c := &Cmd{Cmd: cmd, s: s, spec: spec, data: spec.DataBytes, nproc: uint64(s.opts.MaxProcs),
 		group:     cgroup.Limits{MemoryBytes: int64(spec.MemoryBytes), MaxProcs: int64(maxProcs)},
-		bwrapArgs: b.args, fds: fds}, nil
+		bwrapArgs: b.args, fds: fds}
+	if s.root && spec.Unassigned {
+		c.users = users
+	}
+	return c, nil
 }
 
 // argBuilder collects bwrap arguments and the directories they create.
@@ -445,6 +464,23 @@ func (b *argBuilder) covered(path string) bool {
 
 // wholeDirs are host directories every sandbox sees whole (read-only).
 var wholeDirs = []string{"/usr"}
+
+// PathInside returns the path at which a sandbox with binds sees the host
+// path p: below a bind's destination when p is below its source (the
+// longest source wins), p itself otherwise.
+func PathInside(binds []Bind, p string) string { return translate(binds, p) }
+
+// EnvInside returns env as a sandbox with binds sees it: the host paths of
+// values that are absolute paths or lists of them (PATH, PYTHONPATH)
+// rewritten by PathInside.
+func EnvInside(binds []Bind, env []string) []string {
+	out := make([]string, len(env))
+	for i, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		out[i] = k + "=" + translateList(binds, v)
+	}
+	return out
+}
 
 // translate rewrites a host path below a bind's source to the sandbox's path;
 // the longest source wins. Anything else is returned as it is.

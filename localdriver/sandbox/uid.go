@@ -174,23 +174,55 @@ func (t *uidTable) identity(uid int) (string, error) {
 	if t.ready[uid] {
 		return dir, nil
 	}
-	id := strconv.Itoa(uid)
-	files := map[string]string{
-		"passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n" +
-			"sless:x:" + id + ":" + id + ":sless function:/tmp:/usr/sbin/nologin\n" +
-			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-		"group": "root:x:0:\nsless:x:" + id + ":\nnogroup:x:65534:\n",
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", domain.Errorf(domain.EUNAVAILABLE, "sandbox: %v", err)
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			return "", domain.Errorf(domain.EUNAVAILABLE, "sandbox: %v", err)
-		}
+	if err := writeIdentity(dir, uid); err != nil {
+		return "", err
 	}
 	t.ready[uid] = true
 	return dir, nil
+}
+
+// writeIdentity writes the passwd and group files of uid into dir: root,
+// nobody and "sless" as uid; without "sless" for a uid below 0 (a sandbox
+// whose tenant is not known yet).
+func writeIdentity(dir string, uid int) error {
+	passwd := "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+	group := "root:x:0:\n"
+	if uid >= 0 {
+		id := strconv.Itoa(uid)
+		passwd += "sless:x:" + id + ":" + id + ":sless function:/tmp:/usr/sbin/nologin\n"
+		group += "sless:x:" + id + ":\n"
+	}
+	files := map[string]string{
+		"passwd": passwd + "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"group":  group + "nogroup:x:65534:\n",
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return domain.Errorf(domain.EUNAVAILABLE, "sandbox: %v", err)
+	}
+	for name, content := range files {
+		if err := rewrite(filepath.Join(dir, name), content); err != nil {
+			return domain.Errorf(domain.EUNAVAILABLE, "sandbox: %v", err)
+		}
+	}
+	return nil
+}
+
+// rewrite makes the file at path hold content, in place (a sandbox that
+// binds it sees the new content), and without truncating it to zero first,
+// which makes ext4 write it out at once (auto_da_alloc): milliseconds.
+func rewrite(path, content string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt([]byte(content), 0)
+	if err == nil {
+		err = f.Truncate(int64(len(content)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // home returns the home directory of uid, created 0700 and owned by it.

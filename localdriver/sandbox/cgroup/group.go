@@ -115,6 +115,34 @@ func (g *Group) limit(l Limits) error {
 	return nil
 }
 
+// SetMemory changes the memory limit of a group that may hold processes
+// already (Limits.MemoryBytes; it must be positive): a limit below what they
+// use makes the kernel reclaim, then kill one of them.
+func (g *Group) SetMemory(bytes int64) error {
+	if bytes <= 0 {
+		return fmt.Errorf("set the memory limit of cgroup %s: %d bytes", g.name, bytes)
+	}
+	w, mem, value := g.h.host.WriteFile, g.dir("memory"), strconv.FormatInt(bytes, 10)
+	if g.h.version == 2 {
+		return w(path.Join(mem, "memory.max"), value)
+	}
+	// v1 refuses a memory limit above the memory+swap one: the first to
+	// write is the one that grows.
+	limit, memsw := path.Join(mem, "memory.limit_in_bytes"), path.Join(mem, "memory.memsw.limit_in_bytes")
+	files := []string{limit, memsw}
+	if cur, err := g.h.host.ReadFile(limit); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(cur)), 10, 64); err == nil && bytes > n {
+			files = []string{memsw, limit}
+		}
+	}
+	for _, f := range files {
+		if err := w(f, value); err != nil && !(f == memsw && errors.Is(err, fs.ErrNotExist)) {
+			return fmt.Errorf("set the memory limit of cgroup %s: %w", g.name, err)
+		}
+	}
+	return nil
+}
+
 // Add moves the process pid, and so the children it starts from then on,
 // into the group in every hierarchy. Memory the process used before stays
 // charged where it was. After an error the process may be in some of the
