@@ -18,7 +18,21 @@ import (
 // TestConformance runs the driver suite against the local driver with real
 // python3, node and go, and a real S3 server for the code.
 func TestConformance(t *testing.T) {
-	d, dir, failures := newDriver(t, localdriver.Options{})
+	runConformance(t, localdriver.Options{})
+}
+
+// TestConformanceWithWarmPool runs the suite with a warm pool: functions
+// whose settings a pooled process can take (the samples' memory_mb is the
+// default) are served by processes started before they were deployed, and
+// must behave as processes started for them do. (Leftovers cannot find a
+// pooled process by its function's build: its /app holds links to it.)
+func TestConformanceWithWarmPool(t *testing.T) {
+	runConformance(t, localdriver.Options{WarmPool: 2})
+}
+
+// runConformance runs the driver suite against a driver of opts.
+func runConformance(t *testing.T, opts localdriver.Options) {
+	d, dir, failures := newDriver(t, opts)
 	drivertest.Run(t, drivertest.Harness{
 		Driver:        d,
 		Code:          newCodeStore(t),

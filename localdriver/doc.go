@@ -61,6 +61,43 @@
 // Stopping (Replicas 0, Remove, Close, end of a drain) sends SIGTERM to the
 // process group and SIGKILL after Options.StopGrace (5 s).
 //
+// # Warm pool
+//
+// With Options.WarmPool = N the driver keeps, for each runtime with a pool
+// mode (python3.11 and nodejs20; runtimes.Specialization), N processes
+// started before any function needs one: each in a sandbox of its own
+// (sandbox.Spec.Unassigned: its network, cgroup, seccomp filter and PID
+// namespace made already), listening on a socket of its own, its runtime's
+// wrapper imported, waiting on a control socket. Nothing of a tenant is in
+// it: its /app is an empty folder of its own (Dir/pool/<pid>-<random>/<n>/app), its
+// wrapper is bound read-only at /sless. A cold start whose environment the
+// process can take (runtimes.Description.PoolServes: nothing read only at
+// an interpreter's start differs, e.g. Node.js's NODE_OPTIONS, and so its
+// memory_mb, must be the pool's DefaultMemoryMB) takes one instead of
+// starting an interpreter:
+//
+//  1. the sandbox is given its tenant (sandbox.Cmd.Assign): the tenant's
+//     uid in its passwd, the function's memory_mb on its cgroup, RLIMIT_DATA;
+//  2. its /app is filled with the version's files (hard links of the
+//     build's, which it sees read-only, as it would see the build itself);
+//  3. the wrapper is sent the function's folder, environment, uid and gid,
+//     switches to them for good before it loads anything (the process ran
+//     as host root with only CAP_SETUID and CAP_SETGID, and CAP_SETPCAP for
+//     Python, until then; after, it has no capability, and checks so), loads
+//     the entrypoint and serves, as a process started for the function would.
+//
+// A taken process serves that function until it ends; it is never given
+// back, and a new one takes its place in the background. Its restarts are
+// ordinary processes. What differs from a process started for the
+// function: the capability bounding set of a Node.js process still holds
+// CAP_SETUID and CAP_SETGID, which JavaScript cannot drop (with no
+// capability in any other set and no_new_privs nothing can raise them), the
+// process is not dumpable (the kernel's rule after a uid switch: /proc/self
+// files are root's), /proc/self/environ holds the pool's environment, not
+// the function's, and /sless shows the wrapper. When a pooled process
+// cannot be given its function (step 1 or 2 fails) it is killed and a
+// process is started as without a pool.
+//
 // # No orphans
 //
 // Every function process leads its own process group: stopping it, and its

@@ -69,6 +69,14 @@ type Options struct {
 	// process is not restarted again and Reports.Crashed is called (5 in 2 min).
 	CrashLoopRestarts int
 	CrashLoopWindow   time.Duration
+	// WarmPool is how many processes of each runtime with a pool mode
+	// (python3.11, nodejs20) the driver keeps started, sandboxed and
+	// waiting before any function needs one (0: none, the default here;
+	// sless takes SLESS_WARM_POOL). A cold start of a function takes one
+	// instead of starting an interpreter, and a new one takes its place in
+	// the background; a process that served a function never serves
+	// another. See the package doc.
+	WarmPool int
 }
 
 func (o Options) withDefaults() Options {
@@ -111,6 +119,8 @@ type Driver struct {
 	buildLock map[string]*sync.Mutex // per build directory
 	source    driver.BuildSource     // where missing builds come from (pull.go); may be nil
 	reports   driver.Reports         // set by Watch while it runs
+
+	pool *warmPool // nil without Options.WarmPool
 }
 
 // Watch implements driver.Driver: crash loops are reported while it runs.
@@ -174,7 +184,7 @@ func New(opts Options) (*Driver, error) {
 		own = true
 	}
 	ensureGoCache(dir)
-	return &Driver{
+	d := &Driver{
 		opts:      opts.withDefaults(),
 		builds:    builds,
 		sb:        sb,
@@ -186,7 +196,17 @@ func New(opts Options) (*Driver, error) {
 		jobs:      map[*job]struct{}{},
 		buildLock: map[string]*sync.Mutex{},
 		source:    opts.Source,
-	}, nil
+	}
+	if opts.WarmPool > 0 {
+		if d.pool, err = newWarmPool(d, opts.WarmPool); err != nil {
+			sockets.close()
+			if own {
+				_ = sb.Close()
+			}
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 // ensureGoCache gives go build a cache when the environment names none (a
@@ -242,6 +262,7 @@ func (d *Driver) Close(ctx context.Context) error {
 		<-done // stopAll escalates to SIGKILL when ctx ends, so this is short
 		err = ctx.Err()
 	}
+	d.pool.close()
 	d.sockets.close()
 	if d.ownSB {
 		_ = d.sb.Close()

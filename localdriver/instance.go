@@ -66,8 +66,15 @@ func (d *Driver) startInstance(ctx context.Context, k fnKey, w driver.Workload, 
 	if err != nil {
 		return nil, err
 	}
-	socket, err := d.sockets.path()
-	if err != nil {
+	env := processEnv(w, runtimes.EnvListenFD+"="+strconv.Itoa(listenFD),
+		runtimes.EnvConcurrency+"="+strconv.Itoa(w.Config.ConcurrencyOf()))
+	// A process of the warm pool, if one serves this function, is already
+	// sandboxed, started and listening on a socket of its own.
+	pp := d.pool.take(rt.Description(), dir, functionEnv(spec, env))
+	var socket string
+	if pp != nil {
+		socket = pp.socket
+	} else if socket, err = d.sockets.path(); err != nil {
 		return nil, err
 	}
 	in := &instance{
@@ -79,12 +86,16 @@ func (d *Driver) startInstance(ctx context.Context, k fnKey, w driver.Workload, 
 		memoryMB: memoryMB(w.Config),
 		stopCh:   make(chan struct{}), hurry: make(chan struct{}), done: make(chan struct{}),
 	}
-	env := processEnv(w, runtimes.EnvListenFD+"="+strconv.Itoa(listenFD),
-		runtimes.EnvConcurrency+"="+strconv.Itoa(w.Config.ConcurrencyOf()))
 	in.command = func(ln *os.File) (*sandbox.Cmd, error) {
 		return d.processCommand(k, spec, dir, env, in.memoryMB, ln)
 	}
-	if err := in.start(ctx); err != nil {
+	var first *proc
+	if pp != nil {
+		if first, err = d.pool.specialize(in, pp, dir, spec, env); err != nil {
+			in.log.Warn("localdriver: a process of the warm pool could not take the function; starting one", "error", err)
+		}
+	}
+	if err := in.start(ctx, first); err != nil {
 		return nil, err
 	}
 	return in, nil
@@ -133,11 +144,16 @@ func (in *instance) exitReason(ctx context.Context) string {
 	}
 }
 
-// start runs the first process and, once it is healthy, supervises it.
-func (in *instance) start(ctx context.Context) error {
+// start runs the first process, unless it is given one (pooled, started
+// already), and, once it is healthy, supervises it.
+func (in *instance) start(ctx context.Context, pooled *proc) error {
 	began := time.Now()
-	p, err := in.spawn()
-	if err != nil {
+	p, err := pooled, error(nil)
+	if p != nil {
+		in.mu.Lock()
+		in.cur = p
+		in.mu.Unlock()
+	} else if p, err = in.spawn(); err != nil {
 		close(in.done)
 		return err
 	}
@@ -160,7 +176,7 @@ func (in *instance) start(ctx context.Context) error {
 		}
 	}
 	in.d.register(in)
-	in.log.Info("localdriver: function started", "startup", time.Since(began).Round(time.Millisecond))
+	in.log.Info("localdriver: function started", "startup", time.Since(began).Round(time.Millisecond), "pooled", pooled != nil)
 	go in.supervise(p)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -108,4 +109,26 @@ func (l *lineLogger) emit(line []byte) {
 	}
 	l.log.LogAttrs(context.Background(), slog.LevelInfo, "function output",
 		slog.String("stream", l.stream), slog.String("line", string(bytes.TrimRight(line, "\r"))))
+}
+
+// switchWriter writes to w until set names another writer: a pooled
+// process's output goes to the pool's log until a function takes it, then
+// to that function's.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// Write implements io.Writer.
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	w := s.w
+	s.mu.Unlock()
+	return w.Write(p)
+}
+
+func (s *switchWriter) set(w io.Writer) {
+	s.mu.Lock()
+	s.w = w
+	s.mu.Unlock()
 }

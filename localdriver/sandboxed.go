@@ -28,10 +28,8 @@ const appDir = "/app"
 // process. A server gets its listening socket ln as descriptor listenFD;
 // a job passes nil.
 func (d *Driver) processCommand(k fnKey, rs runtimes.Spec, dir string, env []string, memoryMB int, ln *os.File) (*sandbox.Cmd, error) {
-	full := make([]string, 0, len(rs.Env)+len(env)+2)
-	full = append(append(append(full, rs.Env...), "HOME=/tmp", "TMPDIR=/tmp"), env...)
 	spec := sandbox.Spec{
-		Tenant: k.ns, Path: rs.Path, Args: rs.Args, Dir: rs.Dir, Env: full,
+		Tenant: k.ns, Path: rs.Path, Args: rs.Args, Dir: rs.Dir, Env: functionEnv(rs, env),
 		Binds:       []sandbox.Bind{{Source: dir, Dest: appDir}},
 		Roots:       toolRoots(rs.Path, dir),
 		Network:     d.sb.FunctionNetwork(),
@@ -42,6 +40,13 @@ func (d *Driver) processCommand(k fnKey, rs runtimes.Spec, dir string, env []str
 		spec.ExtraFiles = []*os.File{ln}
 	}
 	return d.sb.Command(spec)
+}
+
+// functionEnv is the whole environment of a function process: the
+// runtime's base, HOME and TMPDIR the sandbox's private /tmp, then env.
+func functionEnv(rs runtimes.Spec, env []string) []string {
+	full := make([]string, 0, len(rs.Env)+len(env)+2)
+	return append(append(append(full, rs.Env...), "HOME=/tmp", "TMPDIR=/tmp"), env...)
 }
 
 // buildOptions returns how the build steps of function k in build directory
