@@ -2,12 +2,20 @@ package localdriver_test
 
 import (
 	"context"
+	"io"
+	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/driver"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox"
 )
@@ -24,31 +32,132 @@ var benchSamples = map[string]struct {
 		map[string]string{"handler.go": "package main\n\nimport (\n\t\"context\"\n\t\"os\"\n)\n\n// Handle answers its pid.\nfunc Handle(ctx context.Context, event map[string]any) (any, error) {\n\treturn map[string]any{\"pid\": os.Getpid()}, nil\n}\n"}},
 }
 
-// BenchmarkColdStart measures Deploy from zero replicas to a healthy
-// endpoint: process start, runtime and code load, health check; in the
-// bubblewrap sandbox and, side by side, as a plain process (none).
+// BenchmarkColdStart measures a cold start: Deploy from zero replicas to a
+// healthy endpoint, and the first request's answer (process start, runtime
+// and code load, health check), coldStarts times per case, reported as
+// p50-ms and p99-ms; in the bubblewrap sandbox, there with a warm pool of
+// two processes per runtime (full before each start, as it is when cold
+// starts are not back to back), as a plain process (none), and, in the same
+// run, the bare interpreter: python3 -c pass, node -e 0.
 //
-//	go test ./localdriver -run '^$' -bench ColdStart -benchtime 20x
+//	go test ./localdriver -run '^$' -bench ColdStart -v
 func BenchmarkColdStart(b *testing.B) {
-	for _, name := range benchCases() {
+	for _, name := range coldCases() {
 		b.Run(name, func(b *testing.B) {
-			e := benchEnv(b)
-			s := benchSamples[path.Dir(name)]
-			w := e.mustBuild(b, ns, "cold-"+path.Dir(name), 1, s.cfg, s.files)
-			ctx := context.Background()
-			for b.Loop() {
-				if _, err := e.d.Deploy(ctx, driver.Deployment{Workload: w, Replicas: 1}); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				if _, err := e.d.Deploy(ctx, driver.Deployment{Workload: w}); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-			}
+			times := coldSamples(b, name)
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(msOf(pct(times, 50)), "p50-ms")
+			b.ReportMetric(msOf(pct(times, 99)), "p99-ms")
 		})
 	}
 }
+
+// coldStarts is how many cold starts each case of BenchmarkColdStart times.
+const coldStarts = 30
+
+// poolMode is the last element of a benchmark case run with a warm pool.
+const poolMode = string(sandbox.ModeBubblewrap) + "-pool"
+
+// coldCases are benchCases, a warm-pool case for each runtime that has a
+// pool mode, and the bare interpreters.
+func coldCases() []string {
+	cases := benchCases()
+	for _, rt := range []string{"python", "nodejs"} {
+		cases = append(cases, rt+"/"+poolMode, rt+"/bare")
+	}
+	sort.Strings(cases)
+	return cases
+}
+
+var (
+	coldMu    sync.Mutex
+	coldTimes = map[string][]time.Duration{}
+)
+
+// coldSamples times the cold starts of case name once, whatever b.N, and
+// returns them sorted.
+func coldSamples(b *testing.B, name string) []time.Duration {
+	coldMu.Lock()
+	defer coldMu.Unlock()
+	if times, ok := coldTimes[name]; ok {
+		return times
+	}
+	var times []time.Duration
+	if path.Base(name) == "bare" {
+		times = bareStarts(b, path.Dir(name))
+	} else {
+		times = deployStarts(b, name)
+	}
+	slices.Sort(times)
+	coldTimes[name] = times
+	return times
+}
+
+// deployStarts times cold starts of the sample of name's runtime.
+func deployStarts(b *testing.B, name string) []time.Duration {
+	e := benchEnv(b)
+	s := benchSamples[path.Dir(name)]
+	w := e.mustBuild(b, ns, "cold-"+path.Dir(name), 1, s.cfg, s.files)
+	ctx := context.Background()
+	client := testutil.EndpointClient(30*time.Second, false)
+	var times []time.Duration
+	for range coldStarts {
+		if path.Base(name) == poolMode {
+			waitPool(b, e.d)
+		}
+		t0 := time.Now()
+		ep, err := e.d.Deploy(ctx, driver.Deployment{Workload: w, Replicas: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp, err := client.Get(testutil.EndpointURL(ep) + "/")
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		times = append(times, time.Since(t0))
+		if resp.StatusCode != 200 {
+			b.Fatalf("first request: %s", resp.Status)
+		}
+		if _, err := e.d.Deploy(ctx, driver.Deployment{Workload: w}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return times
+}
+
+// bareStarts times the bare interpreter of runtime: python3 -c pass (past
+// a pyenv shim, as the runtimes resolve it), node -e 0.
+func bareStarts(b *testing.B, runtime string) []time.Duration {
+	argv := []string{"node", "-e", "0"}
+	if runtime == "python" {
+		out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		argv = []string{strings.TrimSpace(string(out)), "-c", "pass"}
+	}
+	var times []time.Duration
+	for range coldStarts {
+		t0 := time.Now()
+		if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
+			b.Fatal(err)
+		}
+		times = append(times, time.Since(t0))
+	}
+	return times
+}
+
+// pct returns the p-th percentile of sorted durations.
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, (len(sorted)*p+99)/100-1)]
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // BenchmarkJob measures one job run: process start, call, exit; in the
 // bubblewrap sandbox and, side by side, as a plain process (none).
@@ -80,14 +189,18 @@ func benchCases() []string {
 }
 
 // benchEnv is a driver whose sandbox mode is the last element of the
-// benchmark's name.
+// benchmark's name; "bubblewrap-pool" is bubblewrap with a warm pool of 2.
 func benchEnv(b *testing.B) env {
 	dir := b.TempDir()
 	sb, err := sandbox.New(sandbox.Options{Dir: filepath.Join(dir, "sandbox"), Insecure: path.Base(b.Name()) == string(sandbox.ModeNone)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := localdriver.New(localdriver.Options{Dir: dir, Sandbox: sb, Logger: discard})
+	pool := 0
+	if path.Base(b.Name()) == poolMode {
+		pool = 2
+	}
+	d, err := localdriver.New(localdriver.Options{Dir: dir, Sandbox: sb, Logger: discard, WarmPool: pool})
 	if err != nil {
 		b.Fatal(err)
 	}
