@@ -33,8 +33,9 @@ const poolWrapperDir = "/sless"
 // version with a large node_modules starts as without a pool instead.
 const poolMaxEntries = 2000
 
-// poolRetry is how long the pool waits after a process of it could not be
-// started, or ended before a function took it, before it starts another.
+// poolRetry is how long the pool waits after a process of it ended before
+// a function took it, or could not be started (doubling up to a minute
+// while starts keep failing), before it starts another.
 const poolRetry = time.Second
 
 // warmPool keeps, for each runtime with a pool mode (runtimes.Specialization),
@@ -125,6 +126,7 @@ func newWarmPool(d *Driver, size int) (*warmPool, error) {
 func (p *warmPool) keep(rt runtimes.Runtime) {
 	defer p.wg.Done()
 	name := rt.Name()
+	failures := 0
 	for {
 		p.mu.Lock()
 		closed, n := p.closed, len(p.idle[name])
@@ -141,11 +143,14 @@ func (p *warmPool) keep(rt runtimes.Runtime) {
 			continue
 		}
 		pp, err := p.start(rt)
-		if err != nil {
-			p.log.Warn("localdriver: cannot start a process for the warm pool", "runtime", name, "error", err)
-			p.pause()
+		if err != nil { // a missing interpreter: retried, less and less often
+			wait := min(poolRetry<<min(failures, 6), time.Minute)
+			failures++
+			p.log.Warn("localdriver: cannot start a process for the warm pool", "runtime", name, "error", err, "retry", wait)
+			p.pause(wait)
 			continue
 		}
+		failures = 0
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -157,9 +162,9 @@ func (p *warmPool) keep(rt runtimes.Runtime) {
 	}
 }
 
-// pause waits poolRetry or until the pool closes.
-func (p *warmPool) pause() {
-	t := time.NewTimer(poolRetry)
+// pause waits d or until the pool closes.
+func (p *warmPool) pause(d time.Duration) {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -299,7 +304,7 @@ func (p *warmPool) watch(pp *pooled) {
 	if i >= 0 {
 		p.d.sockets.remove(pp.socket)
 		p.log.Warn("localdriver: a process of the warm pool ended", "runtime", pp.runtime, "exit", pp.proc.state.desc)
-		p.pause()
+		p.pause(poolRetry)
 		p.wakeUp(pp.runtime)
 	}
 	_ = os.RemoveAll(pp.stage)
