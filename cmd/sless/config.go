@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/proxy"
 	"github.com/slessio/sless/runtimes"
 	"github.com/slessio/sless/store"
@@ -181,6 +182,22 @@ func bindConfig(fs *flag.FlagSet) *config {
 	fs.StringVar(&c.InsecureRegistries, "insecure-registries", env("SLESS_INSECURE_REGISTRIES", ""), "kubernetes: registries builds pull from and push to over plain HTTP, comma-separated host:port (env SLESS_INSECURE_REGISTRIES)")
 	fs.StringVar(&c.FunctionEndpoint, "function-endpoint", env("SLESS_FUNCTION_ENDPOINT", "service"), "kubernetes: how requests reach a function's pods: service (its Service's DNS name; needs cluster DNS) or endpointslices (a ready pod's address, for a control plane that balances itself or runs outside the cluster) (env SLESS_FUNCTION_ENDPOINT)")
 	return c
+}
+
+// checkScaling refuses scaling settings out of range, naming the flag and
+// its variable.
+func (c *config) checkScaling() error {
+	switch {
+	case c.FnMaxInstances < 1 || c.FnMaxInstances > domain.MaxInstances:
+		return fmt.Errorf("--fn-default-max-instances (SLESS_FN_DEFAULT_MAX_INSTANCES) must be 1 to %d, got %d", domain.MaxInstances, c.FnMaxInstances)
+	case c.NSMaxInstances < 0:
+		return fmt.Errorf("--namespace-max-instances (SLESS_NAMESPACE_MAX_INSTANCES) must be 0 (no cap) or more, got %d", c.NSMaxInstances)
+	case c.StableWindow <= 0 || c.PanicWindow <= 0 || c.PanicWindow > c.StableWindow:
+		return fmt.Errorf("--scale-stable-window and --scale-panic-window (SLESS_SCALE_STABLE_WINDOW, SLESS_SCALE_PANIC_WINDOW) must be positive, the panic window no longer than the stable one; got %s and %s", c.StableWindow, c.PanicWindow)
+	case c.WarmPool < 0:
+		return fmt.Errorf("--warm-pool (SLESS_WARM_POOL) must be 0 (off) or more, got %d", c.WarmPool)
+	}
+	return nil
 }
 
 func (c *config) path(parts ...string) string {

@@ -80,7 +80,7 @@ func newDriver(ctx context.Context, c *config, dev bool, log *slog.Logger) (*run
 			return nil, err
 		}
 		d, err := localdriver.New(localdriver.Options{Dir: c.path("local"), Sandbox: sb, Logger: log.With("component", "localdriver"),
-			BuildStepTimeout: c.BuildTimeout, MaxDepsBytes: c.DepsMaxBytes})
+			BuildStepTimeout: c.BuildTimeout, MaxDepsBytes: c.DepsMaxBytes, WarmPool: c.WarmPool})
 		if err != nil {
 			_ = sb.Close()
 			return nil, err

@@ -79,6 +79,10 @@ func TestServeRefusesMissingConfiguration(t *testing.T) {
 		{[]string{"serve", "--database-url", ""}, "DATABASE_URL"},
 		{[]string{"serve", "--database-url", "postgres://x", "--s3-endpoint", ""}, "S3_ENDPOINT"},
 		{[]string{"serve", "--database-url", "postgres://x", "--s3-endpoint", "s3:9000", "--jwt-secret", ""}, "SLESS_JWT_SECRET"},
+		{[]string{"dev", "--fn-default-max-instances", "0"}, "SLESS_FN_DEFAULT_MAX_INSTANCES"},
+		{[]string{"dev", "--namespace-max-instances", "-1"}, "SLESS_NAMESPACE_MAX_INSTANCES"},
+		{[]string{"dev", "--scale-panic-window", "2m"}, "SLESS_SCALE_PANIC_WINDOW"},
+		{[]string{"dev", "--warm-pool", "-1"}, "SLESS_WARM_POOL"},
 	} {
 		_, err := runCmd(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

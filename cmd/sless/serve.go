@@ -82,6 +82,9 @@ type platform struct {
 // serves until ctx ends, then stops everything, child processes included.
 func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Writer) (err error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := c.checkScaling(); err != nil {
+		return err
+	}
 	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
 		return err
 	}
