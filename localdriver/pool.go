@@ -68,7 +68,7 @@ type pooled struct {
 	cmd     *sandbox.Cmd
 	conn    *net.UnixConn // the driver's end of the control socket
 	socket  string        // the path of the socket it listens on
-	stage   string        // its folder; stage/app is its /app
+	stage   string        // its folder, IdlePoolPrefix+n until taken; stage/app is its /app. Under warmPool.mu
 	env     []string      // the environment it started with
 	stdout  *switchWriter
 	stderr  *switchWriter
@@ -188,7 +188,7 @@ func (p *warmPool) start(rt runtimes.Runtime) (*pooled, error) {
 	d := p.d
 	p.mu.Lock()
 	p.seq++
-	stage := filepath.Join(p.dir, strconv.Itoa(p.seq))
+	stage := filepath.Join(p.dir, IdlePoolPrefix+strconv.Itoa(p.seq))
 	p.mu.Unlock()
 	app := filepath.Join(stage, "app")
 	if err := os.Mkdir(stage, 0o755); err != nil { // new: nothing of another process in it
@@ -307,7 +307,35 @@ func (p *warmPool) watch(pp *pooled) {
 		p.pause(poolRetry)
 		p.wakeUp(pp.runtime)
 	}
-	_ = os.RemoveAll(pp.stage)
+	p.mu.Lock()
+	stage := pp.stage
+	p.mu.Unlock()
+	_ = os.RemoveAll(stage)
+}
+
+// IdlePoolPrefix begins the name of the folder of a pooled process that has
+// no function yet; taken, the folder is renamed "<n>-<namespace>-<function>"
+// (its /app follows the folder). Tests that look for a function's
+// processes by the folders bound into them (sandboxtest.PIDs) skip those of
+// the idle pool, which serve no one.
+const IdlePoolPrefix = "idle-"
+
+// ServesNoFunction reports whether source, the path of a file or folder
+// bound into a sandbox, says nothing of which function the sandbox runs:
+// an idle pooled process's folder (see IdlePoolPrefix), the pool's
+// wrappers, the identity files of a sandbox made before its tenant was
+// known, the network files every sandbox shares. A sandbox binding only
+// such paths is the idle warm pool's.
+func ServesNoFunction(source string) bool {
+	parts := strings.Split(filepath.ToSlash(source), "/")
+	for i, p := range parts {
+		switch {
+		case strings.HasPrefix(p, IdlePoolPrefix), p == "wrappers" && i > 1 && parts[i-2] == "pool",
+			p == "unassigned", p == "etc" && i > 0 && parts[i-1] == "sandbox":
+			return true
+		}
+	}
+	return false
 }
 
 // take removes an idle process of runtime rt from the pool and returns it,
@@ -380,7 +408,17 @@ func (p *warmPool) specialize(in *instance, pp *pooled, dir string, rs runtimes.
 	if err != nil {
 		return fail(err)
 	}
-	app := filepath.Join(pp.stage, "app")
+	p.mu.Lock()
+	taken := filepath.Join(p.dir, strings.TrimPrefix(filepath.Base(pp.stage), IdlePoolPrefix)+"-"+in.key.ns+"-"+in.key.fn)
+	err = os.Rename(pp.stage, taken)
+	if err == nil {
+		pp.stage = taken
+	}
+	p.mu.Unlock()
+	if err != nil {
+		return fail(err)
+	}
+	app := filepath.Join(taken, "app")
 	if err := linkTree(dir, app); err != nil {
 		return fail(err)
 	}

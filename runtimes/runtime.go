@@ -189,7 +189,9 @@ type interpreter struct {
 
 func newInterpreter(name string, args ...string) interpreter {
 	return interpreter{resolve: sync.OnceValues(func() (string, error) {
-		out, err := exec.Command(name, args...).Output()
+		cmd := exec.Command(name, args...)
+		cmd.SysProcAttr = ownGroup()
+		out, err := cmd.Output()
 		if err != nil {
 			var exit *exec.ExitError
 			if errors.As(err, &exit) {

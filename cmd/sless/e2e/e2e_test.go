@@ -25,6 +25,7 @@ import (
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/k8sdriver/testcluster"
+	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/codestore/s3embed"
 	"github.com/slessio/sless/store/pgtest"
@@ -341,10 +342,10 @@ func (p *platform) stop() {
 }
 
 // functionProcesses are the sandboxed processes below the data dir, the
-// server's own excepted.
+// server's own and the idle warm pool's excepted.
 func (p *platform) functionProcesses() []int {
 	var pids []int
-	for _, pid := range sandboxtest.PIDs(p.dataDir) {
+	for _, pid := range sandboxtest.PIDsBut(p.dataDir, localdriver.ServesNoFunction) {
 		if p.cmd == nil || pid != p.cmd.Process.Pid {
 			pids = append(pids, pid)
 		}

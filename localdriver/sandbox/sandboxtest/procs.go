@@ -16,7 +16,13 @@ import (
 // plain process by its working directory, executable or command line, a
 // sandboxed one by a directory below dir bound into its mount namespace
 // (the sandbox's /app).
-func PIDs(dir string) []int {
+func PIDs(dir string) []int { return PIDsBut(dir, nil) }
+
+// PIDsBut is PIDs, but a sandboxed process counts only by a bound
+// directory that skip (when not nil) does not refuse; skip gets the
+// directory's path within its file system. Tests skip the idle warm pool
+// of the local driver with it (localdriver.ServesNoFunction).
+func PIDsBut(dir string, skip func(source string) bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil // not Linux: nothing to check with
@@ -33,7 +39,7 @@ func PIDs(dir string) []int {
 		cwd, _ := os.Readlink(filepath.Join(base, "cwd"))
 		exe, _ := os.Readlink(filepath.Join(base, "exe"))
 		cmdline, _ := os.ReadFile(filepath.Join(base, "cmdline"))
-		if strings.HasPrefix(cwd, dir) || strings.HasPrefix(exe, dir) || strings.Contains(string(cmdline), dir) || bindsFrom(base, own, rel) {
+		if strings.HasPrefix(cwd, dir) || strings.HasPrefix(exe, dir) || strings.Contains(string(cmdline), dir) || bindsFrom(base, own, rel, skip) {
 			pids = append(pids, pid)
 		}
 	}
@@ -53,15 +59,15 @@ func Describe(dir string) []string {
 // bindsFrom reports whether the process at /proc path base lives in a mount
 // namespace other than own with a mount whose source is rel or below it,
 // from the root field of its mountinfo: the path of a mount's source within
-// its file system.
-func bindsFrom(base, own, rel string) bool {
+// its file system; sources skip refuses do not count.
+func bindsFrom(base, own, rel string, skip func(string) bool) bool {
 	theirs, _ := os.Readlink(filepath.Join(base, "ns", "mnt"))
 	if theirs == "" || theirs == own {
 		return false
 	}
 	info, _ := os.ReadFile(filepath.Join(base, "mountinfo"))
 	for _, line := range strings.Split(string(info), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && (f[3] == rel || strings.HasPrefix(f[3], rel+"/")) {
+		if f := strings.Fields(line); len(f) > 4 && (f[3] == rel || strings.HasPrefix(f[3], rel+"/")) && (skip == nil || !skip(f[3])) {
 			return true
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/client"
 	"github.com/slessio/sless/internal/testutil"
+	"github.com/slessio/sless/localdriver"
 	"github.com/slessio/sless/localdriver/sandbox/sandboxtest"
 	"github.com/slessio/sless/store/pgtest"
 	"github.com/slessio/sless/terraform-provider-sless/internal/provider"
@@ -176,10 +177,10 @@ provider "sless" {
 }
 
 // processes returns what runs of the platform's functions: the processes
-// below its data dir other than sless dev itself.
+// below its data dir other than sless dev itself and its idle warm pool.
 func (p *platform) processes() []int {
 	var pids []int
-	for _, pid := range sandboxtest.PIDs(p.DataDir) {
+	for _, pid := range sandboxtest.PIDsBut(p.DataDir, localdriver.ServesNoFunction) {
 		if pid != p.pid {
 			pids = append(pids, pid)
 		}
