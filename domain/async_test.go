@@ -93,13 +93,7 @@ func TestCallbackAllow(t *testing.T) {
 // configuration (it is the function's, not a version's).
 func TestAsyncConfigIsTheFunctions(t *testing.T) {
 	now := time.Now()
-	f := NewFunction("sless-0123456789abcdef", "f")
-	apply := applier(t, f)
-	apply(f.Create(FunctionSpec{Runtime: "python3.11"}, now))
-	apply(mustUpload(f, "d1", now))
-	apply(f.SucceedBuild(1, "img:1", "", now))
-	apply(f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 256}, now))
-	apply(f.SucceedBuild(2, "img:2", "", now))
+	f, apply := twoVersions(t, now)
 	a := AsyncConfig{MaxRetries: 5, MaxEventAgeSec: 600}
 	evs, err := f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 256, Async: &a}, now)
 	if err != nil || len(evs) != 1 {
@@ -110,6 +104,19 @@ func TestAsyncConfigIsTheFunctions(t *testing.T) {
 	if f.Config.MemoryMB != DefaultMemoryMB || f.Config.AsyncPolicy() != a {
 		t.Fatalf("after the rollback: memory %d, async %+v; want version 1's memory and the function's async %+v", f.Config.MemoryMB, f.Config.AsyncPolicy(), a)
 	}
+}
+
+// twoVersions is a function with two built versions, the second (memory
+// 256 MiB) active, and its applier.
+func twoVersions(t *testing.T, now time.Time) (*Function, func([]Event, error)) {
+	f := NewFunction("sless-0123456789abcdef", "f")
+	apply := applier(t, f)
+	apply(f.Create(FunctionSpec{Runtime: "python3.11"}, now))
+	apply(mustUpload(f, "d1", now))
+	apply(f.SucceedBuild(1, "img:1", "", now))
+	apply(f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 256}, now))
+	apply(f.SucceedBuild(2, "img:2", "", now))
+	return f, apply
 }
 
 // applier returns a function applying a command's events to f, failing t

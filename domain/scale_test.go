@@ -45,13 +45,7 @@ func fieldOf(err error) string {
 // after one, and a rollback keeps the scale configuration.
 func TestScaleConfigIsTheFunctions(t *testing.T) {
 	now := time.Now()
-	f := NewFunction("sless-0123456789abcdef", "f")
-	apply := applier(t, f)
-	apply(f.Create(FunctionSpec{Runtime: "python3.11"}, now))
-	apply(mustUpload(f, "d1", now))
-	apply(f.SucceedBuild(1, "img:1", "", now))
-	apply(f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 256}, now))
-	apply(f.SucceedBuild(2, "img:2", "", now))
+	f, apply := twoVersions(t, now)
 	s := ScaleConfig{MinInstances: 1, MaxInstances: 3}
 	evs, err := f.UpdateConfig(FunctionSpec{Runtime: "python3.11", MemoryMB: 256, Scale: s}, now)
 	if err != nil || len(evs) != 1 {
