@@ -181,14 +181,23 @@ func requireFile(path, step string) error {
 	return nil
 }
 
-// interpreter resolves a command on PATH to the real executable once: python3 on PATH
-// may be a pyenv shim that costs ~100 ms per start.
+// interpreter resolves a command on PATH to the real executable: python3
+// on PATH may be a pyenv shim that costs ~100 ms per start. A path found is
+// kept; a failure is not (the interpreter may be installed, or the lookup
+// was interrupted), so the next call looks again.
 type interpreter struct {
 	resolve func() (string, error)
 }
 
 func newInterpreter(name string, args ...string) interpreter {
-	return interpreter{resolve: sync.OnceValues(func() (string, error) {
+	var mu sync.Mutex
+	var found string
+	return interpreter{resolve: func() (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if found != "" {
+			return found, nil
+		}
 		cmd := exec.Command(name, args...)
 		cmd.SysProcAttr = ownGroup()
 		out, err := cmd.Output()
@@ -203,8 +212,9 @@ func newInterpreter(name string, args ...string) interpreter {
 		if !filepath.IsAbs(path) {
 			return "", domain.Errorf(domain.EUNAVAILABLE, "%s reported no absolute executable path: %q", name, path)
 		}
+		found = path
 		return path, nil
-	})}
+	}}
 }
 
 // clip keeps the first max bytes of tool output for an error message.
