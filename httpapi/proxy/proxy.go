@@ -261,10 +261,9 @@ type RouteState struct {
 
 // ScaleState is what runs of a function now.
 type ScaleState struct {
-	Ready     int      // instances serving
-	Desired   int      // instances the autoscaler wants (Ready when it has not decided)
-	Queued    int      // requests waiting for an instance with room or for a start
-	Instances []string // the ready instances' endpoints
+	Ready   int // instances serving
+	Desired int // instances the autoscaler wants (Ready when it has not decided)
+	Queued  int // requests waiting for an instance with room or for a start
 }
 
 // scaleState reads e's instances.
@@ -274,9 +273,6 @@ func (e *entry) scaleState() ScaleState {
 	st := ScaleState{Ready: len(e.insts), Desired: e.desired, Queued: len(e.queue) + e.waiting}
 	if st.Desired == 0 {
 		st.Desired = st.Ready
-	}
-	for _, in := range e.insts {
-		st.Instances = append(st.Instances, endpointOf(in.url))
 	}
 	return st
 }
