@@ -43,6 +43,9 @@ const (
 	EventAsyncDeadLettered  = "async.dead_lettered"
 	EventDeadLetterRetried  = "async.dead_letter_retried"
 	EventDeadLettersDeleted = "async.dead_letters_deleted"
+
+	EventSecretSet     = "secret.set"
+	EventSecretDeleted = "secret.deleted"
 )
 
 // NamespaceEnsured records that a tenant namespace exists.
@@ -237,6 +240,23 @@ type DeadLettersDeleted struct {
 	At            time.Time `json:"at"`
 }
 
+// SecretSet records a new version of a namespace secret. It never carries
+// the value: that is sealed apart from the log (package secrets).
+type SecretSet struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Version   int       `json:"version"`
+	At        time.Time `json:"at"`
+}
+
+// SecretDeleted records the deletion of a secret with every version of
+// its value (destroyed, not only hidden).
+type SecretDeleted struct {
+	At time.Time `json:"at"`
+}
+
+func (SecretSet) EventType() string             { return EventSecretSet }
+func (SecretDeleted) EventType() string         { return EventSecretDeleted }
 func (NamespaceEnsured) EventType() string      { return EventNamespaceEnsured }
 func (AsyncDeadLettered) EventType() string     { return EventAsyncDeadLettered }
 func (DeadLetterRetried) EventType() string     { return EventDeadLetterRetried }
@@ -289,6 +309,8 @@ var eventFactories = map[string]func() Event{
 	EventAsyncDeadLettered:     func() Event { return &AsyncDeadLettered{} },
 	EventDeadLetterRetried:     func() Event { return &DeadLetterRetried{} },
 	EventDeadLettersDeleted:    func() Event { return &DeadLettersDeleted{} },
+	EventSecretSet:             func() Event { return &SecretSet{} },
+	EventSecretDeleted:         func() Event { return &SecretDeleted{} },
 }
 
 // DecodeEvent turns a stored (type, JSON) pair back into its payload struct

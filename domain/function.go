@@ -2,6 +2,7 @@ package domain
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,13 +61,25 @@ type FunctionConfig struct {
 	Async *AsyncConfig `json:"async,omitempty"`
 	// Scale is how many instances run and how many requests each takes.
 	Scale ScaleConfig `json:"scale,omitzero"`
+	// Secrets names the namespace secret each of these environment
+	// variables takes its value from (variable name → secret name).
+	Secrets map[string]string `json:"secrets,omitempty"`
+	// SecretFiles names the secrets the function reads as files, each at
+	// SecretFilesDir/<secret name>; sorted.
+	SecretFiles []string `json:"secret_files,omitempty"`
+	// SecretVersions is the version of each secret the function uses
+	// (secret name → version), set by the platform when the configuration
+	// is made: a version of the function keeps the values it was made
+	// with, and a new secret version makes a new function version.
+	SecretVersions map[string]int `json:"secret_versions,omitempty"`
 }
 
 // Equal reports whether two configurations are the same (nil and empty env alike).
 func (c FunctionConfig) Equal(o FunctionConfig) bool {
 	return c.Runtime == o.Runtime && c.Entrypoint == o.Entrypoint && c.MemoryMB == o.MemoryMB &&
 		c.TimeoutSec == o.TimeoutSec && c.MaxConcurrency == o.MaxConcurrency && c.RetrySafe == o.RetrySafe && maps.Equal(c.EnvVars, o.EnvVars) &&
-		c.AsyncPolicy() == o.AsyncPolicy() && c.Scale == o.Scale
+		c.AsyncPolicy() == o.AsyncPolicy() && c.Scale == o.Scale &&
+		maps.Equal(c.Secrets, o.Secrets) && slices.Equal(c.SecretFiles, o.SecretFiles) && maps.Equal(c.SecretVersions, o.SecretVersions)
 }
 
 // FunctionSpec is a requested configuration; zero values take the defaults.
@@ -84,6 +97,12 @@ type FunctionSpec struct {
 	Async *AsyncConfig
 	// Scale: see FunctionConfig.Scale.
 	Scale ScaleConfig
+	// Secrets and SecretFiles: see FunctionConfig.
+	Secrets     map[string]string
+	SecretFiles []string
+	// SecretVersions are the newest versions of the namespace's secrets
+	// (at least of those the spec uses), as the caller read them.
+	SecretVersions map[string]int
 }
 
 // Config validates the spec, fills in defaults and returns the configuration.
@@ -94,7 +113,8 @@ func (s FunctionSpec) Config() (FunctionConfig, error) {
 		return FunctionConfig{}, err
 	}
 	c := FunctionConfig{Runtime: rt, Entrypoint: s.Entrypoint, MemoryMB: s.MemoryMB, TimeoutSec: s.TimeoutSec,
-		EnvVars: maps.Clone(s.EnvVars), MaxConcurrency: s.MaxConcurrency, RetrySafe: s.RetrySafe, Scale: s.Scale}
+		EnvVars: maps.Clone(s.EnvVars), MaxConcurrency: s.MaxConcurrency, RetrySafe: s.RetrySafe, Scale: s.Scale,
+		Secrets: maps.Clone(s.Secrets), SecretFiles: slices.Clone(s.SecretFiles)}
 	if c.Entrypoint == "" {
 		c.Entrypoint = DefaultEntrypoint(rt)
 	}
@@ -123,6 +143,9 @@ func (s FunctionSpec) Config() (FunctionConfig, error) {
 		return FunctionConfig{}, err
 	}
 	if err := c.Scale.validate(); err != nil {
+		return FunctionConfig{}, err
+	}
+	if err := c.validateSecrets(s.SecretVersions); err != nil {
 		return FunctionConfig{}, err
 	}
 	if s.Async != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/slessio/sless/domain"
@@ -191,4 +192,83 @@ type CronSpec struct {
 	Trigger  string
 	Schedule string
 	Enabled  bool
+}
+
+// SecretOpener decrypts the secrets a function version uses, for delivery
+// to its instances and runs (secrets.Vault, through SecretOpenerFunc). A
+// driver asks it each time it starts an instance or a run, and keeps no
+// value on disk.
+type SecretOpener interface {
+	// OpenSecret returns the value of version of the namespace's secret.
+	// Errors: ENOTFOUND (the secret or that version was deleted),
+	// EUNAVAILABLE, EINTERNAL.
+	OpenSecret(ctx context.Context, namespace, name string, version int) ([]byte, error)
+}
+
+// SecretOpenerFunc is a function that is a SecretOpener.
+type SecretOpenerFunc func(ctx context.Context, namespace, name string, version int) ([]byte, error)
+
+// OpenSecret calls f.
+func (f SecretOpenerFunc) OpenSecret(ctx context.Context, namespace, name string, version int) ([]byte, error) {
+	return f(ctx, namespace, name, version)
+}
+
+// SecretOpenerUser is implemented by drivers that deliver secrets; New
+// hands such a driver the platform's opener (none when the operator set no
+// secrets key: a version that uses secrets then cannot start).
+type SecretOpenerUser interface {
+	UseSecrets(SecretOpener)
+}
+
+// SecretValues are a workload's opened secrets: Env as NAME=value entries
+// sorted by name, Files by secret name (each delivered at
+// domain.SecretFilesDir/<name>).
+type SecretValues struct {
+	Env   []string
+	Files map[string][]byte
+}
+
+// OpenSecrets opens the secrets w's configuration uses through o. A
+// workload that uses none needs no opener. A secret that cannot be opened is
+// EUNPROCESSABLE naming it (the version cannot start: its secret was
+// deleted), or the opener's EUNAVAILABLE; the message never holds a value.
+func OpenSecrets(ctx context.Context, o SecretOpener, w Workload) (SecretValues, error) {
+	cfg := w.Config
+	names := cfg.SecretNames()
+	if len(names) == 0 {
+		return SecretValues{}, nil
+	}
+	if o == nil {
+		return SecretValues{}, domain.Errorf(domain.EUNPROCESSABLE,
+			"version %d uses secrets, but this platform has no secrets key (SLESS_SECRETS_KEY); ask the operator", w.Version)
+	}
+	values := make(map[string][]byte, len(names))
+	for _, name := range names {
+		v, err := o.OpenSecret(ctx, w.Namespace, name, cfg.SecretVersions[name])
+		if domain.ErrorCode(err) == domain.ENOTFOUND {
+			return SecretValues{}, domain.Errorf(domain.EUNPROCESSABLE,
+				"version %d uses version %d of secret %q, which was deleted; set the secret and deploy again, or roll back to a version that does not use it",
+				w.Version, cfg.SecretVersions[name], name)
+		}
+		if err != nil {
+			return SecretValues{}, err
+		}
+		values[name] = v
+	}
+	var sv SecretValues
+	for env, name := range cfg.Secrets {
+		if slices.Contains(values[name], 0) {
+			return SecretValues{}, domain.Errorf(domain.EUNPROCESSABLE,
+				"secret %q holds a NUL byte, which an environment variable cannot; read it from secret_files instead", name)
+		}
+		sv.Env = append(sv.Env, env+"="+string(values[name]))
+	}
+	slices.Sort(sv.Env)
+	for _, name := range cfg.SecretFiles {
+		if sv.Files == nil {
+			sv.Files = map[string][]byte{}
+		}
+		sv.Files[name] = values[name]
+	}
+	return sv, nil
 }
