@@ -43,6 +43,14 @@ type Function struct {
 	MinInstances int `json:"min_instances" doc:"instances kept running, never idled out (0, the default: scale to zero when idle)"`
 	MaxInstances int `json:"max_instances" doc:"most instances at once (0: the platform's default, SLESS_FN_DEFAULT_MAX_INSTANCES)"`
 	Concurrency  int `json:"concurrency" doc:"requests one instance takes at once (0: the runtime's default, 1 for python3.11 and nodejs20, 16 for go1.23)"`
+	// Secrets and SecretFiles are the namespace secrets the function uses;
+	// SecretVersions the version of each that its active version runs.
+	Secrets        map[string]string `json:"secrets" doc:"environment variable name → namespace secret it takes its value from"`
+	SecretFiles    []string          `json:"secret_files" doc:"namespace secrets the function reads as files, at /run/secrets/<name>"`
+	SecretVersions map[string]int    `json:"secret_versions" doc:"secret name → the version of its value this configuration runs (set by the platform)"`
+	// Warnings point out risky configuration, such as a credential in a
+	// plain env var; only in the answer of a create or an update.
+	Warnings []string `json:"warnings,omitempty" doc:"risky configuration, e.g. an env var whose name looks like a credential (use secrets)"`
 	// Instances is what runs now on the server that answered; null when
 	// it cannot say.
 	Instances   *Instances `json:"instances,omitempty"`
@@ -106,6 +114,9 @@ type CreateFunctionRequest struct {
 	MinInstances int `json:"min_instances,omitempty"`
 	MaxInstances int `json:"max_instances,omitempty"`
 	Concurrency  int `json:"concurrency,omitempty"`
+	// Secrets and SecretFiles: see Function.
+	Secrets     map[string]string `json:"secrets,omitempty"`
+	SecretFiles []string          `json:"secret_files,omitempty"`
 }
 
 // UpdateFunctionRequest is the body of PUT .../functions/{name}. It is merged
@@ -126,4 +137,8 @@ type UpdateFunctionRequest struct {
 	MinInstances   *int               `json:"min_instances,omitempty"`
 	MaxInstances   *int               `json:"max_instances,omitempty"`
 	Concurrency    *int               `json:"concurrency,omitempty"`
+	// Secrets and SecretFiles replace the whole map or list when given
+	// ({} and [] clear them).
+	Secrets     *map[string]string `json:"secrets,omitempty"`
+	SecretFiles *[]string          `json:"secret_files,omitempty"`
 }
