@@ -33,6 +33,7 @@ type Cmd struct {
 	group     cgroup.Limits // of the sandbox's cgroup
 	bwrapArgs []string      // nil in ModeNone
 	fds       bwrapFD
+	secrets   [][]byte // the contents of Spec.SecretFiles, in the order of their descriptors
 
 	link     *egress.Link
 	cg       *cgroup.Group
@@ -94,7 +95,14 @@ func (c *Cmd) Start() error {
 		return fmt.Errorf("sandbox: write the seccomp filter: %w", err)
 	}
 	filterW.Close()
-	c.ExtraFiles = append(append([]*os.File{}, c.spec.ExtraFiles...), argsR, infoW, blockR, filterR)
+	// The secrets' contents go through pipes too, never a file or an
+	// argument; bwrap closes each once read.
+	secretRs, err := feedSecrets(c.secrets)
+	if err != nil {
+		return fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	opened = append(opened, secretRs...)
+	c.ExtraFiles = append(append(append([]*os.File{}, c.spec.ExtraFiles...), argsR, infoW, blockR, filterR), secretRs...)
 	// NUL-terminated, as --args reads them; the arguments are not on
 	// bwrap's command line, so /proc/1/cmdline in the sandbox names no host
 	// path. They may not fit the pipe: written as bwrap reads them, by a
@@ -104,8 +112,8 @@ func (c *Cmd) Start() error {
 		_, _ = argsW.WriteString(strings.Join(c.bwrapArgs, "\x00") + "\x00")
 		argsW.Close()
 	}()
-	err := c.Cmd.Start()
-	for _, f := range []*os.File{argsR, infoW, blockR, filterR} {
+	err = c.Cmd.Start()
+	for _, f := range append([]*os.File{argsR, infoW, blockR, filterR}, secretRs...) {
 		f.Close()
 	}
 	if err != nil {

@@ -88,6 +88,25 @@
 // program runs as the platform's uid without capabilities from the start,
 // as every sandbox does, and Assign only sets the limits.
 //
+// # Secret files
+//
+// Spec.SecretFiles are mounted at /run/secrets/<name> with values that never
+// touch a disk nor a command line: bwrap mounts a small tmpfs there
+// (--tmpfs), reads each content from a pipe of its own (--ro-bind-data FD,
+// a descriptor after its own; the platform writes into the pipe), copies it
+// into its own tmpfs, bind-mounts it read-only and closes the descriptor;
+// then the folder is remounted read-only (--remount-ro). The program can
+// read them and change nothing: no write, chmod or new file. As a normal
+// user the files are the program's own, 0400 in a 0500 folder. As root
+// bwrap makes them root's and has no way to give them to the tenant (a
+// gid for bwrap itself would break the limits it is given before it runs
+// its program, which need its ids to be the platform's), so they are 0444
+// in a 0555 folder: the sandbox's mount namespace is its own, and its only
+// processes run as the tenant's uid, so that uid (and host root) are the
+// only readers. Neither ModeNone (no file system of the process's own) nor
+// an Unassigned sandbox (made before its tenant's secrets are known) takes
+// any.
+//
 // # Without a sandbox
 //
 // New fails (EUNAVAILABLE, with the reason) when no sandbox can be made: no

@@ -294,6 +294,12 @@ type Spec struct {
 	// Caps are the capabilities an Unassigned program keeps until it
 	// switches, as setpriv(1) names them ("setuid"); ignored otherwise.
 	Caps []string
+	// SecretFiles are files the program reads at
+	// domain.SecretFilesDir/<name> (name → content): read-only, 0440, on a
+	// tmpfs of the sandbox's own, their content fed to bwrap through pipes
+	// (see "Secret files" in the package doc). Not for a sandbox of
+	// ModeNone or an Unassigned one (EINVALID).
+	SecretFiles map[string][]byte
 }
 
 // Bind makes the host directory Source visible at Dest.
@@ -308,6 +314,9 @@ type Bind struct {
 // Errors: EINVALID (a relative path), EUNAVAILABLE (the tenant's uid or home
 // cannot be recorded).
 func (s *Sandbox) Command(spec Spec) (*Cmd, error) {
+	if err := s.checkSecretFiles(spec); err != nil {
+		return nil, err
+	}
 	if s.mode == ModeNone {
 		cmd := exec.Command(spec.Path, spec.Args...)
 		cmd.Dir, cmd.Env, cmd.ExtraFiles = spec.Dir, spec.Env, spec.ExtraFiles
@@ -393,13 +402,14 @@ func (s *Sandbox) command(spec Spec, uid int) (*Cmd, error) {
 		b.add(op, bind.Source, bind.Dest)
 		b.made[filepath.Clean(bind.Dest)] = true
 	}
+	// bwrap's own descriptors follow the program's (Spec.ExtraFiles).
+	fds := bwrapFDs(len(spec.ExtraFiles))
+	secrets := secretArgs(b, spec.SecretFiles, fds.secrets, s.root)
 	dir := translate(spec.Binds, spec.Dir)
 	if dir == "" {
 		dir = "/"
 	}
 	b.add("--chdir", dir)
-	// bwrap's own descriptors follow the program's (Spec.ExtraFiles).
-	fds := bwrapFDs(len(spec.ExtraFiles))
 	b.add("--info-fd", strconv.Itoa(fds.info), "--block-fd", strconv.Itoa(fds.block), "--seccomp", strconv.Itoa(fds.seccomp))
 	// The program goes on bwrap's own command line (--args takes options
 	// only); the options, which name host paths, do not.
@@ -426,7 +436,7 @@ func (s *Sandbox) command(spec Spec, uid int) (*Cmd, error) {
 	cmd.Env = env // bwrap and setpriv pass it on unchanged
 	c := &Cmd{Cmd: cmd, s: s, spec: spec, data: spec.DataBytes, nproc: uint64(s.opts.MaxProcs),
 		group:     cgroup.Limits{MemoryBytes: int64(spec.MemoryBytes), MaxProcs: int64(maxProcs)},
-		bwrapArgs: b.args, fds: fds}
+		bwrapArgs: b.args, fds: fds, secrets: secrets}
 	if s.root && spec.Unassigned {
 		c.users = users
 	}
@@ -515,14 +525,15 @@ func translateList(binds []Bind, v string) string {
 
 // bwrapFD are the file descriptors of a bwrap process after the program's
 // own: its arguments (--args), where it writes the PID of the sandbox's init
-// (--info-fd), what it waits on before starting the program (--block-fd) and
-// the seccomp filter (--seccomp). Cmd.Start passes them in this order after
-// Spec.ExtraFiles.
-type bwrapFD struct{ args, info, block, seccomp int }
+// (--info-fd), what it waits on before starting the program (--block-fd),
+// the seccomp filter (--seccomp), then the first of the secret files'
+// contents (--ro-bind-data, one each). Cmd.Start passes them in this order
+// after Spec.ExtraFiles.
+type bwrapFD struct{ args, info, block, seccomp, secrets int }
 
 func bwrapFDs(extra int) bwrapFD {
 	first := 3 + extra
-	return bwrapFD{args: first, info: first + 1, block: first + 2, seccomp: first + 3}
+	return bwrapFD{args: first, info: first + 1, block: first + 2, seccomp: first + 3, secrets: first + 4}
 }
 
 // etcFiles are the /etc entries a sandbox sees: the dynamic loader, CA
