@@ -25,6 +25,9 @@ type Config struct {
 	// CallbackAllow admits the callback URLs of asynchronous invocations
 	// (SLESS_CALLBACK_ALLOW); empty refuses every callback.
 	CallbackAllow domain.CallbackAllow
+	// Secrets seals and shreds the values of secrets; nil refuses secret
+	// commands (no secrets key configured).
+	Secrets Sealer
 }
 
 // Commands runs the use cases on one store.

@@ -35,7 +35,11 @@ func (c *Commands) CreateFunction(ctx context.Context, meta store.Metadata, in C
 		if _, err := decideAppend(ctx, tx, nsStream, n, func() ([]domain.Event, error) { return n.Ensure(now) }, nil); err != nil {
 			return err
 		}
-		_, err := decideAppend(ctx, tx, fnStream, f, func() ([]domain.Event, error) { return f.Create(in.Spec, now) }, nil)
+		spec := in.Spec
+		if err := resolveSecrets(ctx, tx, in.Namespace, &spec); err != nil {
+			return err
+		}
+		_, err := decideAppend(ctx, tx, fnStream, f, func() ([]domain.Event, error) { return f.Create(spec, now) }, nil)
 		return err
 	})
 	return f, err
@@ -55,6 +59,9 @@ type FunctionPatch struct {
 	MinInstances   *int
 	MaxInstances   *int
 	Concurrency    *int
+	// Secrets and SecretFiles replace the whole map or list when given.
+	Secrets     *map[string]string
+	SecretFiles *[]string
 }
 
 // AsyncPatch is a partial async configuration: the fields that are not nil
@@ -77,7 +84,7 @@ func (p AsyncPatch) Over(cur domain.AsyncConfig) domain.AsyncConfig {
 func (p FunctionPatch) over(cur domain.FunctionConfig) domain.FunctionSpec {
 	spec := domain.FunctionSpec{Runtime: string(cur.Runtime), Entrypoint: cur.Entrypoint,
 		MemoryMB: cur.MemoryMB, TimeoutSec: cur.TimeoutSec, EnvVars: cur.EnvVars, MaxConcurrency: cur.MaxConcurrency,
-		RetrySafe: cur.RetrySafe, Async: cur.Async, Scale: cur.Scale}
+		RetrySafe: cur.RetrySafe, Async: cur.Async, Scale: cur.Scale, Secrets: cur.Secrets, SecretFiles: cur.SecretFiles}
 	if p.Runtime != nil && *p.Runtime != spec.Runtime {
 		if cur.Entrypoint == domain.DefaultEntrypoint(cur.Runtime) {
 			spec.Entrypoint = ""
@@ -93,6 +100,8 @@ func (p FunctionPatch) over(cur domain.FunctionConfig) domain.FunctionSpec {
 	set(&spec.Scale.MinInstances, p.MinInstances)
 	set(&spec.Scale.MaxInstances, p.MaxInstances)
 	set(&spec.Scale.Concurrency, p.Concurrency)
+	set(&spec.Secrets, p.Secrets)
+	set(&spec.SecretFiles, p.SecretFiles)
 	if p.Async != nil {
 		a := p.Async.Over(cur.AsyncPolicy())
 		spec.Async = &a
@@ -123,7 +132,13 @@ type UpdateFunctionInput struct {
 func (c *Commands) UpdateFunction(ctx context.Context, meta store.Metadata, in UpdateFunctionInput) (domain.Function, error) {
 	now := c.now()
 	f, _, err := run(ctx, c, meta, newFunction(in.Ref), func(tx *store.Tx, f *domain.Function) error {
-		return changeFunction(ctx, tx, f, func() ([]domain.Event, error) { return f.UpdateConfig(in.Patch.over(f.Config), now) })
+		return changeFunction(ctx, tx, f, func() ([]domain.Event, error) {
+			spec := in.Patch.over(f.Config)
+			if err := resolveSecrets(ctx, tx, in.Namespace, &spec); err != nil {
+				return nil, err
+			}
+			return f.UpdateConfig(spec, now)
+		})
 	})
 	return f, err
 }

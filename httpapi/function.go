@@ -23,8 +23,33 @@ func newFunction(f domain.Function) wire.Function {
 		RetrySafe: f.Config.RetrySafe, Phase: f.Phase, Message: f.Message, LastBuildFailure: buildFailure(f.LastBuildFailure),
 		ActiveVersion: f.ActiveVersion, ServingVersion: f.ServingVersion, Async: newAsyncConfig(f.Config.AsyncPolicy()),
 		MinInstances: f.Config.Scale.MinInstances, MaxInstances: f.Config.Scale.MaxInstances, Concurrency: f.Config.Scale.Concurrency,
+		Secrets: orEmptyMap(f.Config.Secrets), SecretFiles: orEmpty(f.Config.SecretFiles), SecretVersions: orEmptyMap(f.Config.SecretVersions),
 		CreatedAt: pgTime(f.CreatedAt), LastBuiltAt: optionalTime(f.LastBuiltAt),
 	}
+}
+
+// withWarnings is the answer of a create or an update of f: the function
+// and what looks risky in its configuration.
+func withWarnings(f domain.Function) wire.Function {
+	out := newFunction(f)
+	out.Warnings = domain.CredentialEnvWarnings(f.Config.EnvVars)
+	return out
+}
+
+// orEmpty renders a nil slice as [], not null.
+func orEmpty[S ~[]E, E any](s S) S {
+	if s == nil {
+		return S{}
+	}
+	return s
+}
+
+// orEmptyMap renders a nil map as {}, not null.
+func orEmptyMap[M ~map[K]V, K comparable, V any](m M) M {
+	if m == nil {
+		return M{}
+	}
+	return m
 }
 
 func newAsyncConfig(a domain.AsyncConfig) wire.AsyncConfig {
@@ -64,7 +89,8 @@ func pgTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 func patchOf(r wire.UpdateFunctionRequest) command.FunctionPatch {
 	return command.FunctionPatch{Runtime: r.Runtime, Entrypoint: r.Entrypoint, MemoryMB: r.MemoryMB, TimeoutSec: r.TimeoutSec,
 		EnvVars: r.EnvVars, MaxConcurrency: r.MaxConcurrency, RetrySafe: r.RetrySafe, Async: asyncPatchOf(r.Async),
-		MinInstances: r.MinInstances, MaxInstances: r.MaxInstances, Concurrency: r.Concurrency}
+		MinInstances: r.MinInstances, MaxInstances: r.MaxInstances, Concurrency: r.Concurrency,
+		Secrets: r.Secrets, SecretFiles: r.SecretFiles}
 }
 
 func (s *Server) registerFunctionRoutes(g *echo.Group) {
@@ -105,12 +131,13 @@ func (s *Server) createFunction(c echo.Context) error {
 		Namespace: c.Param("ns"), Name: req.Name,
 		Spec: domain.FunctionSpec{Runtime: req.Runtime, Entrypoint: req.Entrypoint, MemoryMB: req.MemoryMB,
 			TimeoutSec: req.TimeoutSec, EnvVars: req.EnvVars, MaxConcurrency: req.MaxConcurrency, RetrySafe: req.RetrySafe,
-			Async: asyncSpec(req.Async),
-			Scale: domain.ScaleConfig{MinInstances: req.MinInstances, MaxInstances: req.MaxInstances, Concurrency: req.Concurrency}}})
+			Async:   asyncSpec(req.Async),
+			Scale:   domain.ScaleConfig{MinInstances: req.MinInstances, MaxInstances: req.MaxInstances, Concurrency: req.Concurrency},
+			Secrets: req.Secrets, SecretFiles: req.SecretFiles}})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, newFunction(f))
+	return c.JSON(http.StatusCreated, withWarnings(f))
 }
 
 // getFunction serves GET /v1/namespaces/{ns}/functions/{name}.
@@ -147,7 +174,7 @@ func (s *Server) updateFunction(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newFunction(f))
+	return c.JSON(http.StatusOK, withWarnings(f))
 }
 
 // deleteFunction serves DELETE /v1/namespaces/{ns}/functions/{name}: the

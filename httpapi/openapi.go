@@ -90,6 +90,10 @@ var apiRoutes = []apiRoute{
 	{Method: "GET", Path: "/v1/namespaces/:ns/triggers/:name", Summary: "Get a trigger", Tag: "triggers", Access: tenant, Status: 200, Response: wire.Trigger{}},
 	{Method: "PATCH", Path: "/v1/namespaces/:ns/triggers/:name", Summary: "Enable or disable a trigger", Tag: "triggers", Access: tenant, Request: wire.PatchTriggerRequest{}, Status: 200, Response: wire.Trigger{}},
 	{Method: "DELETE", Path: "/v1/namespaces/:ns/triggers/:name", Summary: "Delete a trigger", Tag: "triggers", Access: tenant, Status: 204},
+	{Method: "GET", Path: "/v1/namespaces/:ns/secrets", Summary: "List secrets (names, versions, users; never values)", Tag: "secrets", Access: tenant, Status: 200, Response: wire.SecretList{}},
+	{Method: "GET", Path: "/v1/namespaces/:ns/secrets/:name", Summary: "Get a secret (its version and users; no route returns a value)", Tag: "secrets", Access: tenant, Status: 200, Response: wire.Secret{}},
+	{Method: "PUT", Path: "/v1/namespaces/:ns/secrets/:name", Summary: "Set a secret's value (201 when new): a new version, and a new version of every function using it", Tag: "secrets", Access: tenant, Request: wire.SetSecretRequest{}, Status: 200, Response: wire.Secret{}},
+	{Method: "DELETE", Path: "/v1/namespaces/:ns/secrets/:name", Summary: "Delete a secret and destroy every version of its value (409 while a function uses it)", Tag: "secrets", Access: tenant, Status: 204},
 
 	{Method: "GET", Path: "/v1/namespaces/:ns/jobs", Summary: "List jobs", Tag: "jobs", Access: tenant, Query: []queryParam{{"function", "string", "only this function's jobs"}}, Status: 200, Response: wire.JobList{}},
 	{Method: "POST", Path: "/v1/namespaces/:ns/jobs", Summary: "Create a one-shot job; run_id > 0 runs it (409 when the name exists, 422 when the function does not)", Tag: "jobs", Access: tenant, Request: wire.CreateJobRequest{}, Status: 201, Response: wire.Job{}},

@@ -270,6 +270,7 @@ func (s *Server) newEcho() *echo.Echo {
 	s.registerInvocationRoutes(g)
 	s.registerAsyncRoutes(g)
 	s.registerEventRoutes(g)
+	s.registerSecretRoutes(g)
 	return e
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // projectionTables lists every read model, in an order safe to truncate.
-var projectionTables = []string{"namespaces", "functions", "function_versions", "activations", "triggers", "jobs"}
+var projectionTables = []string{"namespaces", "functions", "function_versions", "activations", "triggers", "jobs", "secrets"}
 
 // Project updates the read models for events just appended to one stream,
 // inside the append transaction (read-your-writes). It is the projector the
@@ -70,6 +70,8 @@ func queueProjection(b *pgx.Batch, evs []Event, des []domain.Event, state Aggreg
 		projectTrigger(b, des, s, ns, name)
 	case *domain.Job:
 		projectJob(b, s, ns, name)
+	case *domain.Secret:
+		projectSecret(b, s, ns, name)
 	case *domain.Namespace:
 		for _, de := range des {
 			if e, ok := de.(domain.NamespaceEnsured); ok {
@@ -122,17 +124,20 @@ func projectFunction(b *pgx.Batch, evs []Event, des []domain.Event, f *domain.Fu
 		b.Queue(`INSERT INTO functions (namespace, name, runtime, entrypoint, memory_mb, timeout_sec, env_vars, max_concurrency, retry_safe,
 		                                phase, message, active_version, serving_version, endpoint, created_at, last_built_at,
 		                                last_build_failure_version, last_build_failure_message, rollout_failure, async,
-		                                min_instances, max_instances, concurrency)
-		         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
+		                                min_instances, max_instances, concurrency, secrets, secret_files, secret_versions, secret_names)
+		         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,
+		                 $24, $25, $26, $27)
 		         ON CONFLICT (namespace, name) DO UPDATE SET runtime = $3, entrypoint = $4, memory_mb = $5, timeout_sec = $6, env_vars = $7,
 		             max_concurrency = $8, retry_safe = $9, phase = $10, message = $11, active_version = $12, serving_version = $13,
 		             endpoint = $14, created_at = $15, last_built_at = $16, last_build_failure_version = $17,
 		             last_build_failure_message = $18, rollout_failure = $19, async = $20,
-		             min_instances = $21, max_instances = $22, concurrency = $23`,
+		             min_instances = $21, max_instances = $22, concurrency = $23,
+		             secrets = $24, secret_files = $25, secret_versions = $26, secret_names = $27`,
 			ns, name, string(c.Runtime), c.Entrypoint, c.MemoryMB, c.TimeoutSec, env, c.MaxConcurrency, c.RetrySafe,
 			string(f.Phase), f.Message, f.ActiveVersion, f.ServingVersion, f.Endpoint, f.CreatedAt, nullTime(f.LastBuiltAt),
 			f.LastBuildFailure.Version, f.LastBuildFailure.Message, f.RolloutFailure, async,
-			c.Scale.MinInstances, c.Scale.MaxInstances, c.Scale.Concurrency)
+			c.Scale.MinInstances, c.Scale.MaxInstances, c.Scale.Concurrency,
+			nullJSON(c.Secrets), nonNil(c.SecretFiles), nullJSON(c.SecretVersions), nonNil(c.SecretNames()))
 		for _, v := range f.Versions {
 			if !touched[v.Number] {
 				continue
@@ -199,6 +204,34 @@ func projectJob(b *pgx.Batch, j *domain.Job, ns, name string) {
 		nullTime(j.StartedAt), nullTime(j.CompletedAt), j.CreatedAt)
 }
 
+// projectSecret writes the secret's row from s, or deletes it.
+func projectSecret(b *pgx.Batch, s *domain.Secret, ns, name string) {
+	if !s.Exists {
+		b.Queue(`DELETE FROM secrets WHERE namespace = $1 AND name = $2`, ns, name)
+		return
+	}
+	b.Queue(`INSERT INTO secrets (namespace, name, version, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)
+	         ON CONFLICT (namespace, name) DO UPDATE SET version = $3, created_at = $4, updated_at = $5`,
+		ns, name, s.Version, s.CreatedAt, s.UpdatedAt)
+}
+
+// nullJSON is m as JSON, or NULL when it is empty.
+func nullJSON[M ~map[K]V, K comparable, V any](m M) []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// nonNil is s, or an empty slice for nil (a text[] NOT NULL column).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
 // nullTime is t, or NULL for the zero time.
 func nullTime(t time.Time) *time.Time {
 	if t.IsZero() {
@@ -220,6 +253,8 @@ func NewAggregate(streamID string) (Aggregate, error) {
 		return domain.NewJob(ns, name), nil
 	case domain.NamespaceStream(ns):
 		return &domain.Namespace{Name: ns}, nil
+	case domain.SecretStream(ns, name):
+		return domain.NewSecret(ns, name), nil
 	}
 	return nil, domain.Errorf(domain.EINTERNAL, "no aggregate for stream %q", streamID)
 }

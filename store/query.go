@@ -17,18 +17,29 @@ import (
 
 const functionColumns = `namespace, name, runtime, entrypoint, memory_mb, timeout_sec, env_vars, max_concurrency, retry_safe, phase, message,
 	active_version, endpoint, serving_version, created_at, last_built_at, last_build_failure_version, last_build_failure_message, rollout_failure, async,
-	min_instances, max_instances, concurrency`
+	min_instances, max_instances, concurrency, secrets, secret_files, secret_versions`
 
 func scanFunction(row pgx.CollectableRow) (domain.Function, error) {
 	var f domain.Function
-	var env, async []byte
+	var env, async, secrets, secretVersions []byte
 	var built *time.Time
 	err := row.Scan(&f.Namespace, &f.Name, &f.Config.Runtime, &f.Config.Entrypoint, &f.Config.MemoryMB, &f.Config.TimeoutSec,
 		&env, &f.Config.MaxConcurrency, &f.Config.RetrySafe, &f.Phase, &f.Message, &f.ActiveVersion, &f.Endpoint, &f.ServingVersion, &f.CreatedAt, &built,
 		&f.LastBuildFailure.Version, &f.LastBuildFailure.Message, &f.RolloutFailure, &async,
-		&f.Config.Scale.MinInstances, &f.Config.Scale.MaxInstances, &f.Config.Scale.Concurrency)
+		&f.Config.Scale.MinInstances, &f.Config.Scale.MaxInstances, &f.Config.Scale.Concurrency,
+		&secrets, &f.Config.SecretFiles, &secretVersions)
 	if err != nil {
 		return f, err
+	}
+	if len(f.Config.SecretFiles) == 0 {
+		f.Config.SecretFiles = nil
+	}
+	for col, dst := range map[*[]byte]any{&secrets: &f.Config.Secrets, &secretVersions: &f.Config.SecretVersions} {
+		if *col != nil {
+			if err := json.Unmarshal(*col, dst); err != nil {
+				return f, err
+			}
+		}
 	}
 	f.Exists = true
 	if built != nil {
