@@ -137,7 +137,7 @@ func TestProxyAndMetricsAreMounted(t *testing.T) {
 	f.anonymous().do("GET", "/metrics", nil).want(401)
 	c.do("GET", "/metrics", nil).want(403)
 	m := f.admin().do("GET", "/metrics", nil).want(200)
-	for _, want := range []string{"sless_river_queue_depth{queue=\"", "sless_proxy_errors_total{reason=\"not_found\"} 1", "sless_proxy_errors_total{reason=\"bad_request\"} 1"} {
+	for _, want := range []string{"sless_river_queue_depth{kind=\"build\",queue=\"", "sless_proxy_errors_total{reason=\"not_found\"} 1", "sless_proxy_errors_total{reason=\"bad_request\"} 1"} {
 		if !strings.Contains(string(m.body), want) {
 			t.Fatalf("metrics lack %q:\n%s", want, m.body)
 		}

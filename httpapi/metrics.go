@@ -11,11 +11,12 @@ import (
 
 // queueDepthDesc is the one series of QueueDepthCollector.
 var queueDepthDesc = prometheus.NewDesc("sless_river_queue_depth",
-	"River jobs not finished yet (available, scheduled, retryable, running, pending), by queue and state.",
-	[]string{"queue", "state"}, nil)
+	"River jobs not finished yet (available, scheduled, retryable, running, pending), by queue, state and job kind.",
+	[]string{"queue", "state", "kind"}, nil)
 
-// QueueDepthCollector reports the depth of every River queue, counted in
-// the database at each scrape (store.QueueDepths; one grouped query). Register
+// QueueDepthCollector reports the depth of every River queue per state and
+// job kind (kinds are the workers' few, so the series stay bounded), counted
+// in the database at each scrape (store.QueueDepths; one grouped query). Register
 // it with the registry that Config.Metrics serves.
 func QueueDepthCollector(s *store.Store) prometheus.Collector { return queueCollector{s} }
 
@@ -34,6 +35,6 @@ func (q queueCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, d := range ds {
-		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(d.Jobs), d.Queue, d.State)
+		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(d.Jobs), d.Queue, d.State, d.Kind)
 	}
 }

@@ -11,26 +11,28 @@ import (
 	"github.com/slessio/sless/domain"
 )
 
-// QueueDepth is how many River jobs of one queue are in one state.
+// QueueDepth is how many River jobs of one kind in one queue are in one state.
 type QueueDepth struct {
 	Queue string
 	State string
+	Kind  string // the job kind (build, rollout, cron, ...): set by code, so a few values
 	Jobs  int64
 }
 
 // QueueDepths counts the River jobs that are not finished (available,
-// scheduled, retryable, running, pending), per queue and state: the queue
-// depth a metrics scrape reports. Finished jobs stay out, so the count reads
-// River's fetch index rather than the whole table.
+// scheduled, retryable, running, pending), per queue, state and kind: the
+// queue depth a metrics scrape reports. Finished jobs stay out, so the count
+// reads River's fetch index (and the rows of the unfinished jobs, for their
+// kind) rather than the whole table.
 //
 // Errors: EUNAVAILABLE, EINTERNAL.
 func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job
+	rows, _ := s.pool.Query(ctx, `SELECT queue, state::text, kind, count(*) FROM river_job
 		WHERE state IN `+unfinishedStates+`
-		GROUP BY queue, state ORDER BY queue, state`)
+		GROUP BY queue, state, kind ORDER BY queue, state, kind`)
 	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (QueueDepth, error) {
 		var d QueueDepth
-		err := row.Scan(&d.Queue, &d.State, &d.Jobs)
+		err := row.Scan(&d.Queue, &d.State, &d.Kind, &d.Jobs)
 		return d, err
 	})
 	return ds, dbError("queue depths", err)

@@ -132,9 +132,9 @@ func TestQueueDepths(t *testing.T) {
 	}
 	got := map[string]int64{}
 	for _, d := range ds {
-		got[d.Queue+"/"+d.State] = d.Jobs
+		got[d.Queue+"/"+d.State+"/"+d.Kind] = d.Jobs
 	}
-	if got["builds/available"] != 1 || got["builds/scheduled"] != 2 || len(got) != 2 {
+	if got["builds/available/store_test_note"] != 1 || got["builds/scheduled/store_test_note"] != 2 || len(got) != 2 {
 		t.Fatalf("depths %v", got)
 	}
 }
