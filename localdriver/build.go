@@ -109,7 +109,7 @@ func (d *Driver) Build(ctx context.Context, b driver.BuildSpec) (driver.BuildRes
 	if err := d.handOver(k, tmp); err != nil {
 		return driver.BuildResult{}, d.hostError("hand the build directory over", err)
 	}
-	env := processEnv(driver.Workload{Config: b.Config})
+	env := processEnv(driver.Workload{Config: b.Config}, nil) // a build gets no secrets
 	opts := d.buildOptions(k, tmp, env, b.Progress)
 	log, err := rt.Build(ctx, tmp, opts)
 	if err == nil {

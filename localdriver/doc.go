@@ -98,6 +98,31 @@
 // cannot be given its function (step 1 or 2 fails) it is killed and a
 // process is started as without a pool.
 //
+// # Secrets
+//
+// The driver implements driver.SecretOpenerUser. Every process it starts
+// for a version that uses secrets — each instance of Deploy and Scale, each
+// restart after a crash, a warm-pool process given its function, each Run —
+// has them opened anew (driver.OpenSecrets), so a deleted secret version
+// starts nothing more: Deploy and Run are EUNPROCESSABLE naming it, and an
+// instance whose process then exits is not restarted with the old value
+// (it crash-loops, naming it). No value is written to a disk, a log line,
+// an error or a command line:
+//
+//   - secrets (variables) go into the process's environment after the
+//     function's env_vars and before the platform's variables, which win;
+//     exec passes them to bwrap, which passes them on. A pooled process
+//     gets them with the rest of its environment on its control socket.
+//   - secret_files are mounted at /run/secrets/<name> when the sandbox is
+//     made (sandbox.Spec.SecretFiles: a read-only tmpfs of its own, each
+//     content fed to bwrap through a pipe). A warm-pool process's sandbox
+//     was made before its function was known and nothing can be mounted
+//     into it since, so a version with secret_files does not use the pool.
+//     Without a sandbox (ModeNone) there is no file system of the
+//     function's own for them, and a version with secret_files does not
+//     start (EUNPROCESSABLE, saying it needs the sandbox); secret variables
+//     work there as env_vars do.
+//
 // # No orphans
 //
 // Every function process leads its own process group: stopping it, and its

@@ -118,6 +118,7 @@ type Driver struct {
 	jobs      map[*job]struct{}
 	buildLock map[string]*sync.Mutex // per build directory
 	source    driver.BuildSource     // where missing builds come from (pull.go); may be nil
+	secrets   driver.SecretOpener    // opens the secrets of processes (secret.go); may be nil
 	reports   driver.Reports         // set by Watch while it runs
 
 	pool *warmPool // nil without Options.WarmPool

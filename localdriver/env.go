@@ -15,18 +15,20 @@ import (
 const memoryAllowanceMB = 256
 
 // processEnv is the environment of a function process after the runtime's
-// base: the function's variables (sorted, for reproducible starts), the
-// runtime's own memory settings (runtimes.Description.MemoryEnv: Python has
-// none, RLIMIT_DATA from limitMemory is its only limit), SLESS_ENTRYPOINT
-// unless the runtime compiles it in, then the platform's variables, which win
-// over a function variable of the same name.
-func processEnv(w driver.Workload, platform ...string) []string {
+// base: the function's variables (sorted, for reproducible starts), its
+// secret variables (secrets, NAME=value sorted, as driver.OpenSecrets gives
+// them), the runtime's own memory settings (runtimes.Description.MemoryEnv:
+// Python has none, RLIMIT_DATA from limitMemory is its only limit),
+// SLESS_ENTRYPOINT unless the runtime compiles it in, then the platform's
+// variables, which win over a function variable of the same name.
+func processEnv(w driver.Workload, secrets []string, platform ...string) []string {
 	cfg := w.Config
-	env := make([]string, 0, len(cfg.EnvVars)+len(platform)+2)
+	env := make([]string, 0, len(cfg.EnvVars)+len(secrets)+len(platform)+2)
 	for name, value := range cfg.EnvVars {
 		env = append(env, name+"="+value)
 	}
 	slices.Sort(env)
+	env = append(env, secrets...)
 	rt := runtimes.Describe(cfg.Runtime)
 	env = append(env, rt.MemoryEnv(memoryMB(cfg), cfg.EnvVars)...)
 	env = append(env, rt.ProcessEntrypointEnv(cfg.Entrypoint)...)

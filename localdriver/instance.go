@@ -33,12 +33,15 @@ const failureLines = 20
 type instance struct {
 	d        *Driver
 	key      fnKey
+	workload driver.Workload
 	version  int
 	image    string
 	socket   string // the socket's path
 	endpoint string
-	health   *http.Client                            // dials socket
-	command  func(ln *os.File) (*sandbox.Cmd, error) // prepares one process of the instance, serving on ln
+	health   *http.Client // dials socket
+	// command prepares one process of the instance, serving on ln, with
+	// the secrets opened for it.
+	command  func(ln *os.File, secrets driver.SecretValues) (*sandbox.Cmd, error)
 	log      *slog.Logger
 	stderr   *tailBuffer // across restarts
 	memoryMB int
@@ -56,7 +59,8 @@ type instance struct {
 
 // startInstance starts the server process of a version and waits until it
 // is healthy. A version that exits or never gets healthy is EUNPROCESSABLE
-// with its stderr; ctx ending first is EUNAVAILABLE.
+// with its stderr, one whose secrets cannot be opened is openSecrets'
+// error; ctx ending first is EUNAVAILABLE.
 func (d *Driver) startInstance(ctx context.Context, k fnKey, w driver.Workload, dir string) (*instance, error) {
 	rt, err := runtimes.Lookup(string(w.Config.Runtime))
 	if err != nil {
@@ -66,11 +70,23 @@ func (d *Driver) startInstance(ctx context.Context, k fnKey, w driver.Workload, 
 	if err != nil {
 		return nil, err
 	}
-	env := processEnv(w, runtimes.EnvListenFD+"="+strconv.Itoa(listenFD),
-		runtimes.EnvConcurrency+"="+strconv.Itoa(w.Config.ConcurrencyOf()))
+	secrets, err := d.openSecrets(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	platform := []string{runtimes.EnvListenFD + "=" + strconv.Itoa(listenFD),
+		runtimes.EnvConcurrency + "=" + strconv.Itoa(w.Config.ConcurrencyOf())}
+	env := processEnv(w, secrets.Env, platform...)
 	// A process of the warm pool, if one serves this function, is already
-	// sandboxed, started and listening on a socket of its own.
-	pp := d.pool.take(rt.Description(), dir, functionEnv(spec, env))
+	// sandboxed, started and listening on a socket of its own. It takes
+	// secret variables with the rest of its environment (on its control
+	// socket), but its file system was made before its function was known,
+	// and files cannot be mounted into a sandbox once it runs: a version
+	// with secret_files starts a process of its own.
+	var pp *pooled
+	if len(secrets.Files) == 0 {
+		pp = d.pool.take(rt.Description(), dir, functionEnv(spec, env))
+	}
 	var socket string
 	if pp != nil {
 		socket = pp.socket
@@ -78,7 +94,7 @@ func (d *Driver) startInstance(ctx context.Context, k fnKey, w driver.Workload, 
 		return nil, err
 	}
 	in := &instance{
-		d: d, key: k, version: w.Version, image: w.Image, socket: socket,
+		d: d, key: k, workload: w, version: w.Version, image: w.Image, socket: socket,
 		endpoint: endpointScheme + socket,
 		health:   unixClient(socket),
 		log:      d.opts.Logger.With("function", k.String(), "version", w.Version),
@@ -86,8 +102,8 @@ func (d *Driver) startInstance(ctx context.Context, k fnKey, w driver.Workload, 
 		memoryMB: memoryMB(w.Config),
 		stopCh:   make(chan struct{}), hurry: make(chan struct{}), done: make(chan struct{}),
 	}
-	in.command = func(ln *os.File) (*sandbox.Cmd, error) {
-		return d.processCommand(k, spec, dir, env, in.memoryMB, ln)
+	in.command = func(ln *os.File, secrets driver.SecretValues) (*sandbox.Cmd, error) {
+		return d.processCommand(k, spec, dir, processEnv(w, secrets.Env, platform...), secrets.Files, in.memoryMB, ln)
 	}
 	var first *proc
 	if pp != nil {
@@ -95,22 +111,23 @@ func (d *Driver) startInstance(ctx context.Context, k fnKey, w driver.Workload, 
 			in.log.Warn("localdriver: a process of the warm pool could not take the function; starting one", "error", err)
 		}
 	}
-	if err := in.start(ctx, first); err != nil {
+	if err := in.start(ctx, first, secrets); err != nil {
 		return nil, err
 	}
 	return in, nil
 }
 
-// spawn starts one process of the instance, on a fresh listening socket at
-// the instance's path, which only the process holds once it started: when
-// it exits, connections are refused (and the proxy wakes the function).
-func (in *instance) spawn() (*proc, error) {
+// spawn starts one process of the instance with secrets, on a fresh
+// listening socket at the instance's path, which only the process holds
+// once it started: when it exits, connections are refused (and the proxy
+// wakes the function).
+func (in *instance) spawn(secrets driver.SecretValues) (*proc, error) {
 	ln, err := in.d.sockets.listen(in.socket)
 	if err != nil {
 		return nil, err
 	}
 	defer ln.Close()
-	cmd, err := in.command(ln)
+	cmd, err := in.command(ln, secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -144,16 +161,16 @@ func (in *instance) exitReason(ctx context.Context) string {
 	}
 }
 
-// start runs the first process, unless it is given one (pooled, started
-// already), and, once it is healthy, supervises it.
-func (in *instance) start(ctx context.Context, pooled *proc) error {
+// start runs the first process with secrets, unless it is given one
+// (pooled, started already), and, once it is healthy, supervises it.
+func (in *instance) start(ctx context.Context, pooled *proc, secrets driver.SecretValues) error {
 	began := time.Now()
 	p, err := pooled, error(nil)
 	if p != nil {
 		in.mu.Lock()
 		in.cur = p
 		in.mu.Unlock()
-	} else if p, err = in.spawn(); err != nil {
+	} else if p, err = in.spawn(secrets); err != nil {
 		close(in.done)
 		return err
 	}
@@ -246,6 +263,7 @@ func (in *instance) supervise(p *proc) {
 	o := in.d.opts
 	backoff := o.RestartBackoff
 	var crashes []time.Time
+	var startErr error // why the last restart failed
 	for {
 		var exited <-chan struct{} = closedChan
 		if p != nil {
@@ -261,6 +279,9 @@ func (in *instance) supervise(p *proc) {
 		}
 		now := time.Now()
 		desc := "could not be started"
+		if domain.ErrorCode(startErr) == domain.EUNPROCESSABLE { // the version's own fault: a deleted secret
+			desc += ": " + domain.ErrorMessage(startErr)
+		}
 		if p != nil {
 			desc = in.exitDesc(p)
 			if now.Sub(p.started) > o.CrashLoopWindow {
@@ -284,15 +305,26 @@ func (in *instance) supervise(p *proc) {
 		case <-t.C:
 		}
 		backoff = min(2*backoff, o.MaxRestartBackoff)
-		var err error
-		if p, err = in.spawn(); err != nil {
-			in.log.Error("localdriver: restart failed", "error", err)
+		if p, startErr = in.restart(); startErr != nil {
+			in.log.Error("localdriver: restart failed", "error", startErr)
 			p = nil
 		}
 	}
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// restart spawns a process of the instance after its last one exited, with
+// its secrets opened anew: a secret version deleted meanwhile stops it.
+func (in *instance) restart() (*proc, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), in.d.opts.StartTimeout)
+	defer cancel()
+	secrets, err := in.d.openSecrets(ctx, in.workload)
+	if err != nil {
+		return nil, err
+	}
+	return in.spawn(secrets)
+}
 
 // crashLoop records a crash loop and reports it.
 func (in *instance) crashLoop(crashes int, lastExit string) {

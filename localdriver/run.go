@@ -45,9 +45,12 @@ var errRemoved = domain.Errorf(domain.ECONFLICT, "the function was removed")
 // the wrapper exits 124 by itself; if the process is still there jobGrace
 // later, its process group is killed and the result is ExitCode 124 with
 // TimedOut set. A run of a function that Remove deletes meanwhile ends with
-// its process group killed (exit 137). Errors: EINVALID (names, image),
-// EUNAVAILABLE (ctx ended, shutdown, interpreter missing), and those of
-// runnableDir: a version built by another control plane is built here first.
+// its process group killed (exit 137). Its secrets are opened for each run
+// (see "Secrets" in the package doc). Errors: EINVALID (names, image),
+// EUNAVAILABLE (ctx ended, shutdown, interpreter missing), openSecrets'
+// (EUNPROCESSABLE: a deleted secret version, secret_files without a
+// sandbox), and those of runnableDir: a version built by another control
+// plane is built here first.
 func (d *Driver) Run(ctx context.Context, r driver.RunSpec) (driver.RunResult, error) {
 	k, dir, err := d.runnableDir(ctx, r.Workload)
 	if err != nil {
@@ -66,7 +69,11 @@ func (d *Driver) Run(ctx context.Context, r driver.RunSpec) (driver.RunResult, e
 		event = "{}"
 	}
 	timeout := timeoutSec(r.Config)
-	env := processEnv(r.Workload, runtimes.EnvEvent+"="+event, runtimes.EnvTimeoutSec+"="+strconv.Itoa(timeout))
+	secrets, err := d.openSecrets(ctx, r.Workload)
+	if err != nil {
+		return driver.RunResult{}, err
+	}
+	env := processEnv(r.Workload, secrets.Env, runtimes.EnvEvent+"="+event, runtimes.EnvTimeoutSec+"="+strconv.Itoa(timeout))
 
 	j := &job{key: k, stop: make(chan error, 1), done: make(chan struct{})}
 	if err := d.addJob(j); err != nil {
@@ -76,7 +83,7 @@ func (d *Driver) Run(ctx context.Context, r driver.RunSpec) (driver.RunResult, e
 	defer close(j.done)
 
 	stdout, stderr := newTailBuffer(MaxOutput), newTailBuffer(MaxOutput)
-	cmd, err := d.processCommand(k, spec, dir, env, memoryMB(r.Config), nil)
+	cmd, err := d.processCommand(k, spec, dir, env, secrets.Files, memoryMB(r.Config), nil)
 	if err != nil {
 		return driver.RunResult{}, err
 	}

@@ -25,9 +25,10 @@ const appDir = "/app"
 // sandbox's private /tmp, env after the runtime's base environment, the
 // functions' network policy, memory_mb for the whole sandbox (a cgroup) and,
 // as a second line, RLIMIT_DATA of memory_mb plus memoryAllowanceMB per
-// process. A server gets its listening socket ln as descriptor listenFD;
-// a job passes nil.
-func (d *Driver) processCommand(k fnKey, rs runtimes.Spec, dir string, env []string, memoryMB int, ln *os.File) (*sandbox.Cmd, error) {
+// process, and secretFiles at /run/secrets (sandbox.Spec.SecretFiles). A
+// server gets its listening socket ln as descriptor listenFD; a job passes
+// nil.
+func (d *Driver) processCommand(k fnKey, rs runtimes.Spec, dir string, env []string, secretFiles map[string][]byte, memoryMB int, ln *os.File) (*sandbox.Cmd, error) {
 	spec := sandbox.Spec{
 		Tenant: k.ns, Path: rs.Path, Args: rs.Args, Dir: rs.Dir, Env: functionEnv(rs, env),
 		Binds:       []sandbox.Bind{{Source: dir, Dest: appDir}},
@@ -35,6 +36,7 @@ func (d *Driver) processCommand(k fnKey, rs runtimes.Spec, dir string, env []str
 		Network:     d.sb.FunctionNetwork(),
 		MemoryBytes: uint64(memoryMB) << 20,
 		DataBytes:   uint64(memoryMB+memoryAllowanceMB) << 20,
+		SecretFiles: secretFiles,
 	}
 	if ln != nil {
 		spec.ExtraFiles = []*os.File{ln}
