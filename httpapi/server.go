@@ -75,6 +75,9 @@ type Config struct {
 	// CallbackAllow admits the callback URLs of asynchronous invocations
 	// (SLESS_CALLBACK_ALLOW); empty refuses every callback.
 	CallbackAllow domain.CallbackAllow
+	// Secrets seals and shreds secret values (secrets.Vault); nil answers
+	// the secret routes' writes with 503 (no secrets key configured).
+	Secrets command.Sealer
 	// HiddenFunctions are left out of the human listing (SPEC §7).
 	HiddenFunctions []string
 	// Logger receives internal errors; nil means slog.Default().
@@ -167,7 +170,7 @@ func New(cfg Config) (*Server, error) {
 		hidden:  map[string]bool{},
 		log:     cfg.Logger,
 		cmd: command.New(command.Config{Store: cfg.Store, Code: cfg.Code, BaseImage: cfg.BaseImage, Now: cfg.Now,
-			CallbackAllow: cfg.CallbackAllow}),
+			CallbackAllow: cfg.CallbackAllow, Secrets: cfg.Secrets}),
 	}
 	for _, name := range cfg.HiddenFunctions {
 		s.hidden[name] = true

@@ -14,12 +14,13 @@ import (
 // devServer is `sless dev` run in the test's process, on a free port, a
 // data dir of its own and a pgtest database.
 type devServer struct {
-	base    string // http://127.0.0.1:port
-	dataDir string
-	stdout  *testutil.SyncBuffer
-	stderr  *testutil.SyncBuffer
-	cancel  context.CancelFunc
-	done    chan error
+	base        string // http://127.0.0.1:port
+	dataDir     string
+	databaseURL string
+	stdout      *testutil.SyncBuffer
+	stderr      *testutil.SyncBuffer
+	cancel      context.CancelFunc
+	done        chan error
 }
 
 // startDev starts `sless dev` for t; it is stopped when t ends (stop stops
@@ -32,9 +33,10 @@ func startDev(t *testing.T) *devServer {
 // startDevWith is startDev with more arguments for `sless dev`.
 func startDevWith(t *testing.T, args ...string) *devServer {
 	t.Helper()
-	dev, base := devArgs(t, pgtest.NewDBURL(t))
+	dbURL := pgtest.NewDBURL(t)
+	dev, base := devArgs(t, dbURL)
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &devServer{base: base, dataDir: dev[2],
+	d := &devServer{base: base, dataDir: dev[2], databaseURL: dbURL,
 		stdout: &testutil.SyncBuffer{}, stderr: &testutil.SyncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		d.done <- run(ctx, append(dev, args...), d.stdout, d.stderr)

@@ -57,6 +57,14 @@ func (d *runningDriver) UseBuildSource(s driver.BuildSource) {
 	}
 }
 
+// UseSecrets hands the driver the opener of secret values (see
+// driver.SecretOpenerUser).
+func (d *runningDriver) UseSecrets(o driver.SecretOpener) {
+	if u, ok := d.Driver.(driver.SecretOpenerUser); ok {
+		u.UseSecrets(o)
+	}
+}
+
 // openDriver returns the driver chosen by --driver, watching it with
 // reports (crash loops, finished runs of its own schedules) until it closes.
 func openDriver(ctx context.Context, c *config, dev bool, log *slog.Logger, reports driver.Reports) (*runningDriver, error) {

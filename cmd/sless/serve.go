@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"riverqueue.com/riverui"
 
+	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/driver"
 	"github.com/slessio/sless/httpapi"
@@ -104,6 +105,10 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
+	vault, err := openVault(c, dev, p.db, log)
+	if err != nil {
+		return err
+	}
 	verifier, err := newVerifier(c, dev, log)
 	if err != nil {
 		return err
@@ -134,6 +139,11 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	})
 	if err != nil {
 		return err
+	}
+	var sealer command.Sealer // nil: secret writes answer 503
+	if vault != nil {
+		sealer = vault
+		p.driver.UseSecrets(driver.SecretOpenerFunc(vault.Open))
 	}
 	// The invocation log's writer: the proxy records requests, the workers job
 	// and cron runs (through the proxy, which counts them in its metrics); it
@@ -204,7 +214,7 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 		Store: st, Code: code, Verifier: verifier, ExternalURL: c.ExternalURL,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst, RiverUI: ui, Logger: log.With("component", "api"),
 		Proxy: p.proxy, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sandbox: p.driver.sandbox,
-		CallbackAllow: callbackAllow,
+		CallbackAllow: callbackAllow, Secrets: sealer,
 	})
 	if err != nil {
 		return err
