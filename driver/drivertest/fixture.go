@@ -50,12 +50,15 @@ func newFn(t *testing.T, h Harness, name string) *fn {
 }
 
 // randomNamespace returns a namespace shaped like the real ones.
-func randomNamespace(t *testing.T) string {
+func randomNamespace(t *testing.T) string { return "sless-" + randomHex(t) }
+
+// randomHex returns 16 random hex digits.
+func randomHex(t *testing.T) string {
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
 	}
-	return "sless-" + hex.EncodeToString(b)
+	return hex.EncodeToString(b)
 }
 
 // config is a function configuration for a sample.

@@ -134,4 +134,5 @@ var cases = []struct {
 	{"Jobs/timeout/python", func(t *testing.T, h Harness) { testJobTimeout(t, h, pythonSample, "sleep") }},
 	{"Jobs/timeout/nodejs-busy-loop", func(t *testing.T, h Harness) { testJobTimeout(t, h, nodeSample, "spin") }},
 	{"Remove", testRemove},
+	{"Secrets", testSecrets},
 }

@@ -211,3 +211,35 @@ def handle(event):
 `,
 	}}
 }
+
+// secretsSample answers with its secret variable SAMPLE_TOKEN and the
+// content of its secret file /run/secrets/<SAMPLE_SECRET_FILE> in hex, and
+// lists what it could change of that folder (nothing, it must be).
+func secretsSample() sample {
+	return sample{runtime: domain.RuntimePython311, entrypoint: "handler.handle", files: map[string]string{
+		"handler.py": `import os
+
+DIR = "/run/secrets"
+
+
+def _try(what, path, mode):
+    try:
+        with open(path, mode) as f:
+            f.write(b"x")
+        return [what]
+    except OSError:
+        return []
+
+
+def handle(event):
+    path = os.path.join(DIR, os.environ.get("SAMPLE_SECRET_FILE", ""))
+    try:
+        with open(path, "rb") as f:
+            content = f.read().hex()
+    except OSError as e:
+        content = "unreadable: %s" % e
+    changed = _try("appended", path, "ab") + _try("created", os.path.join(DIR, "new"), "wb")
+    return {"token": os.environ.get("SAMPLE_TOKEN", ""), "file": content, "changed": changed}
+`,
+	}}
+}
