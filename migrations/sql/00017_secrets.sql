@@ -18,7 +18,7 @@ ALTER TABLE functions
     ADD COLUMN secret_files    text[] NOT NULL DEFAULT '{}',
     ADD COLUMN secret_versions jsonb,
     ADD COLUMN secret_names    text[] NOT NULL DEFAULT '{}';
-CREATE INDEX functions_secret_names ON functions USING gin (namespace, secret_names);
+CREATE INDEX functions_secret_names ON functions USING gin (secret_names);
 
 -- +goose Down
 DROP INDEX functions_secret_names;
