@@ -28,6 +28,7 @@ var rules = []rule{
 	{pkg: "runtimes", only: []string{"domain"}, why: "runtimes describe the wrappers from domain's types only"},
 	{pkg: "localdriver/...", forbidden: controlPlane, why: "a driver never imports the control plane (store, workers, pgx, River)"},
 	{pkg: "k8sdriver/...", forbidden: controlPlane, why: "a driver never imports the control plane (store, workers, pgx, River)"},
+	{pkg: "secrets", only: []string{"domain"}, why: "secrets seals values with domain's errors, pgx and uuid only: nothing that could log or queue a value"},
 	{pkg: "httpapi/proxy", forbidden: []string{module + "workers"}, why: "the proxy never imports the workers"},
 	{pkg: "invoke", forbidden: []string{module + "workers", module + "httpapi", module + "command"},
 		why: "the invoke service is below the proxy and the workers: domain, driver and store only"},
