@@ -9,6 +9,7 @@ import (
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"
+	"github.com/slessio/sless/tracing"
 )
 
 // Config wires Commands to what they change.
@@ -78,7 +79,28 @@ func decideAppend(ctx context.Context, tx *store.Tx, stream string, agg store.Ag
 	if jobs == nil {
 		return evs, nil
 	}
-	return evs, tx.Append(ctx, stream, agg, nil, jobs(evs)...)
+	return evs, tx.Append(ctx, stream, agg, nil, traced(ctx, jobs(evs))...)
+}
+
+// traced puts the trace context of ctx (the API request's span, or the
+// worker's whose outcome queues more) in each job's metadata, so the build
+// or rollout a request causes is part of its trace (tracing.JobMetadata).
+// Only the metadata is set: River takes queue, attempts and uniqueness from
+// the job's args when the insert's options leave them empty.
+func traced(ctx context.Context, jobs []river.InsertManyParams) []river.InsertManyParams {
+	for i := range jobs {
+		var opts river.InsertOpts
+		if jobs[i].InsertOpts != nil {
+			opts = *jobs[i].InsertOpts
+		}
+		md, ok := tracing.JobMetadata(ctx, opts.Metadata)
+		if !ok {
+			continue
+		}
+		opts.Metadata = md
+		jobs[i].InsertOpts = &opts
+	}
+	return jobs
 }
 
 // run executes one command in a transaction of its own (store.Execute, which
