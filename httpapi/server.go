@@ -243,6 +243,7 @@ func (s *Server) newEcho() *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Use(s.requestID)
+	e.Use(s.trace)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
