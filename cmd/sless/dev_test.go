@@ -123,8 +123,8 @@ func TestDevEndToEnd(t *testing.T) {
 		t.Errorf("/readyz names sandbox %q (%v), want bubblewrap", ready.Sandbox, err)
 	}
 	for _, want := range []string{`trigger="http"`, `trigger="job"`} {
-		if !bytes.Contains(metrics, []byte(want)) || !bytes.Contains(metrics, []byte(`sless_invocations_total{code="200",function="hello"`)) {
-			t.Fatalf("/metrics = %d, without sless_invocations_total of hello with %s:\n%s", mresp.StatusCode, want, metrics)
+		if !bytes.Contains(metrics, []byte(want)) || !bytes.Contains(metrics, []byte(`sless_function_requests_total{class="2xx",function="hello"`)) {
+			t.Fatalf("/metrics = %d, without sless_function_requests_total of hello with %s:\n%s", mresp.StatusCode, want, metrics)
 		}
 	}
 

@@ -187,8 +187,9 @@ func TestMinInstancesStayWarm(t *testing.T) {
 		t.Fatal("the first request of a function with min_instances 2 was a cold start")
 	}
 	ready, desired := f.metric(t, "sless_function_instances", "state", "ready"), f.metric(t, "sless_function_instances", "state", "desired")
-	if ups := f.metric(t, "sless_scale_events_total", "direction", "up"); ready != 2 || desired != 2 || ups < 1 {
-		t.Fatalf("/metrics: %v ready, %v desired instances, %v scale-ups; want 2, 2, at least 1", ready, desired, ups)
+	starting := f.metric(t, "sless_function_instances", "state", "starting")
+	if ups := f.metric(t, "sless_scale_events_total", "direction", "up"); ready != 2 || desired != 2 || starting != 0 || ups < 1 {
+		t.Fatalf("/metrics: %v ready, %v desired, %v starting instances, %v scale-ups; want 2, 2, 0, at least 1", ready, desired, starting, ups)
 	}
 }
 

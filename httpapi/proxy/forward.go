@@ -68,6 +68,7 @@ type call struct {
 	bytesIn  int64
 	status   int
 	errText  string
+	reason   string // why the proxy answered itself (sless_proxy_errors_total), or ""
 	log      string // X-Sless-Log as received (base64)
 
 	// kind is the record's trigger kind; owner marks a call of the
@@ -310,7 +311,7 @@ func (p *Proxy) finish(rec *recorder, r *http.Request, c *call, cfg *routeCfg, s
 	if c.errOut != nil {
 		*c.errOut = c.errText
 	}
-	p.metrics.observe(c.e.m, c.kind, status, d)
+	p.metrics.observe(c.e.m, c.kind, status, c.reason, d)
 	p.record(inv)
 	*c = call{}
 	calls.Put(c)
@@ -435,6 +436,7 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, c *call, e
 // function's owner) and notes it for the record.
 func (p *Proxy) fail(w http.ResponseWriter, c *call, reason string, err error) {
 	p.metrics.proxyErrors.WithLabelValues(reason).Inc()
+	c.reason = reason
 	answer := err
 	if c.owner {
 		answer = revealed(err)

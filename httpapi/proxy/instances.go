@@ -380,7 +380,7 @@ func (p *Proxy) rescale(ctx context.Context, e *entry, want int) error {
 		e.mu.Unlock()
 		return nil
 	}
-	e.scaling = true
+	e.scaling, e.scaleTo = true, want
 	var victims []*inst
 	if n := len(e.insts) - want; n > 0 {
 		byLoad := slices.Clone(e.insts)
@@ -428,7 +428,7 @@ func (p *Proxy) rescale(ctx context.Context, e *entry, want int) error {
 	if want < from {
 		direction = "down"
 	}
-	p.metrics.scaleEvents.WithLabelValues(e.key.ns, e.key.name, direction).Inc()
+	p.metrics.scaled(e.m, direction)
 	p.log.Info("scaled", "function", e.key.String(), "from", from, "to", len(endpoints), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }

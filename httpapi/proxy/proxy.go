@@ -13,6 +13,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/wire"
+	"github.com/slessio/sless/invoke"
 	"github.com/slessio/sless/store"
 )
 
@@ -261,9 +262,10 @@ type RouteState struct {
 
 // ScaleState is what runs of a function now.
 type ScaleState struct {
-	Ready   int // instances serving
-	Desired int // instances the autoscaler wants (Ready when it has not decided)
-	Queued  int // requests waiting for an instance with room or for a start
+	Ready    int // instances serving
+	Starting int // instances being started: 1 during a cold start, the missing ones during a scale-up
+	Desired  int // instances the autoscaler wants (Ready when it has not decided)
+	Queued   int // requests waiting for an instance with room or for a start
 }
 
 // scaleState reads e's instances.
@@ -273,6 +275,12 @@ func (e *entry) scaleState() ScaleState {
 	st := ScaleState{Ready: len(e.insts), Desired: e.desired, Queued: len(e.queue) + e.waiting}
 	if st.Desired == 0 {
 		st.Desired = st.Ready
+	}
+	switch {
+	case e.state == waking:
+		st.Starting = 1
+	case e.scaling && e.scaleTo > st.Ready:
+		st.Starting = e.scaleTo - st.Ready
 	}
 	return st
 }
@@ -311,10 +319,15 @@ func (p *Proxy) Instances(namespace, function string) *wire.Instances {
 // it to Config.Invocations, so that every invocation is in one log and one
 // set of metrics; it reports whether the record was queued. A function the
 // route table does not know (deleted meanwhile) gets no metrics, which would
-// stay forever, but its record is kept.
+// stay forever, but its record is kept. A run the platform interrupted
+// (invoke.StatusInterrupted) is not the function's error.
 func (p *Proxy) Record(inv store.Invocation) bool {
 	if e := p.routes.get(fnKey{inv.Namespace, inv.Function}); e != nil {
-		p.metrics.observe(e.m, inv.Trigger, inv.Status, inv.Duration)
+		reason := ""
+		if inv.Status == invoke.StatusInterrupted {
+			reason = "interrupted"
+		}
+		p.metrics.observe(e.m, inv.Trigger, inv.Status, reason, inv.Duration)
 	}
 	return p.record(inv)
 }

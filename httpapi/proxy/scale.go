@@ -183,8 +183,7 @@ func (p *Proxy) startWake(e *entry) {
 			p.log.Error("cold start failed", "function", e.key.String(), "took", took, "error", err)
 			return
 		}
-		e.m.coldStarts.Inc()
-		p.metrics.coldStartSeconds.Observe(took.Seconds())
+		p.metrics.coldStart(e.m, took)
 		p.log.Info("cold start", "function", e.key.String(), "took", took, "endpoint", endpoint)
 	}()
 }

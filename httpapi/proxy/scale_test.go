@@ -95,7 +95,7 @@ func TestScaleToZeroAndColdStart(t *testing.T) {
 	if len(invs) != 51 || cold == 0 || invs[len(invs)-1].ColdStart {
 		t.Fatalf("%d invocations recorded, %d cold; want 51, the held ones cold", len(invs), cold)
 	}
-	if n := f.metric(t, "sless_cold_starts_total", "", ""); n != 1 {
+	if n := f.metric(t, "sless_function_cold_starts_total", "", ""); n != 1 {
 		t.Fatalf("cold start metric %v", n)
 	}
 
@@ -289,8 +289,13 @@ func TestInvocationLog10000(t *testing.T) {
 		}
 		break
 	}
-	if n := f.metric(t, "sless_invocations_total", "code", "404"); n != total/4 {
-		t.Fatalf("invocations metric for 404: %v", n)
+	for class, want := range map[string]float64{"2xx": total / 2, "3xx": 0, "4xx": total / 4, "5xx": total / 4} {
+		if n := f.metric(t, "sless_function_requests_total", "class", class); n != want {
+			t.Errorf("requests of class %s counted: %v, want %v", class, n, want)
+		}
+	}
+	if n := f.metric(t, "sless_function_errors_total", "", ""); n != total/4 {
+		t.Errorf("errors counted: %v, want the %d 500s", n, total/4)
 	}
 }
 
@@ -389,7 +394,7 @@ func TestDeletedFunctionLeavesNoMetrics(t *testing.T) {
 	if got := f.seriesOf(t, "short-lived"); len(got) < 4 {
 		t.Fatalf("series of a live function: %v", got)
 	}
-	if n := f.metric(t, "sless_invocations_total", "trigger", "cron"); n != 2 {
+	if n := f.metric(t, "sless_function_requests_total", "trigger", "cron"); n != 2 {
 		t.Fatalf("cron runs counted: %v", n)
 	}
 

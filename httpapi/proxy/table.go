@@ -44,6 +44,7 @@ type entry struct {
 	insts   []*inst      // the ready instances while awake (instances.go)
 	queue   []chan *inst // requests waiting for an instance with room, oldest first
 	scaling bool         // a rescale runs
+	scaleTo int          // the instances it aims at, while scaling
 	desired int          // the instances the autoscaler wants
 	win     *window      // in-flight samples while awake
 	// panicUntil: the autoscaler is in panic mode until then.
@@ -106,7 +107,7 @@ func (p *Proxy) refreshAll(ctx context.Context) error {
 	p.routes.m.Store(&next)
 	for k, e := range old {
 		if _, ok := next[k]; !ok {
-			p.metrics.forget(k)
+			p.metrics.forget(e.m)
 			p.dropped(e)
 		}
 	}
@@ -153,7 +154,7 @@ func (p *Proxy) refreshSome(ctx context.Context, keys []fnKey) error {
 		if e, ok := old[k]; ok && !found[k] {
 			change()
 			delete(next, k)
-			p.metrics.forget(k)
+			p.metrics.forget(e.m)
 			p.dropped(e)
 		}
 	}
