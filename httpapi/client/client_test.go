@@ -33,6 +33,7 @@ func TestClient(t *testing.T) {
 		{"Invoke", testInvoke},
 		{"Async", testAsync},
 		{"Events", testEvents},
+		{"Secrets", testSecrets},
 		{"Unauthorized", testUnauthorized},
 	} {
 		t.Run(sub.name, func(t *testing.T) {

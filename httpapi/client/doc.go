@@ -1,9 +1,10 @@
 // Package client is the typed Go client of the sless REST API (/v1), on
 // which the Terraform provider and the CLI are built. It covers every route
 // of a namespace: ensure, functions (create, get, list, update, delete,
-// upload, source, versions, rollback, invoke), triggers, jobs, the invocation
-// log and the audit log. Invoke returns a function's answer whatever its
-// status (InvokeResult); only the platform's refusals are errors.
+// upload, source, versions, rollback, invoke), triggers, jobs, secrets
+// (write-only values: set, never read back), the invocation log and the
+// audit log. Invoke returns a function's answer whatever its status
+// (InvokeResult); only the platform's refusals are errors.
 //
 // A Client holds the base URL, a bearer token and an *http.Client. The
 // namespace of every call is the token's, derived from its sub claim with the

@@ -16,9 +16,10 @@ type Function = wire.Function
 type CreateFunctionRequest = wire.CreateFunctionRequest
 
 // UpdateFunctionRequest is the body of UpdateFunction, merged over the
-// current configuration: a nil field keeps its value, EnvVars replaces the
-// whole map when set (an empty map clears it), and 0 for MemoryMB or
-// TimeoutSec means the default. Set fields with Ptr.
+// current configuration: a nil field keeps its value, EnvVars, Secrets and
+// SecretFiles replace the whole map or list when set (an empty one clears
+// it), and 0 for MemoryMB or TimeoutSec means the default. Set fields with
+// Ptr.
 type UpdateFunctionRequest = wire.UpdateFunctionRequest
 
 // ListFunctions returns the namespace's functions.
@@ -41,7 +42,9 @@ func (c *Client) FunctionListing(ctx context.Context) (string, error) {
 
 // CreateFunction creates a function without code (phase Pending). Errors:
 // *Error with CodeConflict when the name exists, CodeInvalid naming the
-// Field of a bad name, runtime or limit.
+// Field of a bad name, runtime or limit, CodeUnprocessable (Field "secrets")
+// when it uses a secret that does not exist. Function.Warnings points out
+// risky configuration, such as a credential in a plain env var.
 func (c *Client) CreateFunction(ctx context.Context, req CreateFunctionRequest) (*Function, error) {
 	return jsonOf[Function](ctx, c, routeCreateFunction, req)
 }
@@ -53,7 +56,9 @@ func (c *Client) GetFunction(ctx context.Context, name string) (*Function, error
 
 // UpdateFunction merges req over the function's configuration; once code
 // exists a change makes a new version (built when needed). Errors: *Error
-// with CodeNotFound, CodeInvalid naming the Field.
+// with CodeNotFound, CodeInvalid naming the Field, CodeUnprocessable (Field
+// "secrets") for a secret that does not exist; Function.Warnings as in
+// CreateFunction.
 func (c *Client) UpdateFunction(ctx context.Context, name string, req UpdateFunctionRequest) (*Function, error) {
 	return jsonOf[Function](ctx, c, routeUpdateFunction, req, name)
 }

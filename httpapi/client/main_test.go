@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"log/slog"
@@ -15,12 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi"
 	"github.com/slessio/sless/httpapi/apitest"
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/client"
 	"github.com/slessio/sless/httpapi/proxy"
+	"github.com/slessio/sless/secrets"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -53,20 +57,39 @@ func setup(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	ups := &upstreams{}
-	srv := apitest.Start(t, func(cfg *httpapi.Config) {
-		cfg.Verifier, cfg.ExternalURL, cfg.RateLimit = verifier, externalURL, -1
-		p, err := proxy.New(proxy.Config{Store: cfg.Store, Invocations: cfg.Store.NewInvocationWriter(store.InvocationWriterOptions{FlushInterval: 10 * time.Millisecond}),
-			Scaler: ups, IdleTimeout: -1, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = p.Close(context.Background()) })
-		cfg.Proxy = p
-	})
-	return &fixture{url: srv.URL, store: srv.Store, calls: &recorder{}, upstreams: ups}
+	b := apitest.NewBackend(t)
+	cfg := httpapi.Config{Store: b.Store, Code: b.Code, Verifier: verifier, ExternalURL: externalURL, RateLimit: -1, Secrets: newVault(t, b.Pool)}
+	p, err := proxy.New(proxy.Config{Store: cfg.Store, Invocations: cfg.Store.NewInvocationWriter(store.InvocationWriterOptions{FlushInterval: 10 * time.Millisecond}),
+		Scaler: ups, IdleTimeout: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	cfg.Proxy = p
+	api, err := httpapi.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	return &fixture{url: srv.URL, store: b.Store, calls: &recorder{}, upstreams: ups}
+}
+
+// newVault returns a vault of secret values on pool, under a new key.
+func newVault(t *testing.T, pool *pgxpool.Pool) *secrets.Vault {
+	t.Helper()
+	key := make([]byte, secrets.KeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := secrets.ParseKeyring([]byte(base64.StdEncoding.EncodeToString(key) + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secrets.NewVault(pool, keys)
 }
 
 // upstreams is a proxy.Scaler whose functions are Go test servers: Wake

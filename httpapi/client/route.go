@@ -51,6 +51,10 @@ const (
 	routeDeleteDeadLetters
 	routeRetryDeadLetter
 	routeDeleteDeadLetter
+	routeListSecrets
+	routeSetSecret
+	routeGetSecret
+	routeDeleteSecret
 	numRoutes
 )
 
@@ -95,6 +99,11 @@ var routes = [numRoutes]route{
 	routeDeleteJob: {Method: "DELETE", Path: "/v1/namespaces/{ns}/jobs/{name}"},
 
 	routeListEvents: {Method: "GET", Path: "/v1/namespaces/{ns}/events", Query: []string{"stream", "after", "limit"}},
+
+	routeListSecrets:  {Method: "GET", Path: "/v1/namespaces/{ns}/secrets"},
+	routeSetSecret:    {Method: "PUT", Path: "/v1/namespaces/{ns}/secrets/{name}"},
+	routeGetSecret:    {Method: "GET", Path: "/v1/namespaces/{ns}/secrets/{name}"},
+	routeDeleteSecret: {Method: "DELETE", Path: "/v1/namespaces/{ns}/secrets/{name}"},
 }
 
 // expand fills the template's parameters in order with params, escaped, and
