@@ -32,7 +32,9 @@ def _h(b):
 def handle(event):
     with open("/run/secrets/db-password", "rb") as f:
         file = f.read()
-    return {"env": _h(os.environ.get("DB_PASSWORD", "").encode()), "file": _h(file)}
+    out = {"env": _h(os.environ.get("DB_PASSWORD", "").encode()), "file": _h(file)}
+    print(json.dumps(out))  # a job run's result is its last line of output
+    return out
 `
 
 // TestSecretsNeverLeak sets a secret, runs a function that uses it as env
@@ -107,7 +109,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	api.must("POST", "/jobs", map[string]any{"name": "once", "function": "db", "event": map[string]any{}, "run_id": 1}, http.StatusCreated, nil)
 	var job struct {
 		Phase  string `json:"phase"`
-		Result string `json:"result"`
+		Result string `json:"message"`
 	}
 	testutil.WaitFor(t, 2*time.Minute, func() bool {
 		api.must("GET", "/jobs/once", nil, http.StatusOK, &job)
