@@ -3,6 +3,8 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/slessio/sless/cmd/sless/cli"
@@ -20,6 +23,7 @@ import (
 	"github.com/slessio/sless/httpapi/apitest"
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/client"
+	"github.com/slessio/sless/secrets"
 	"github.com/slessio/sless/store/pgtest"
 )
 
@@ -34,14 +38,33 @@ func api(t *testing.T, sub string) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := apitest.Start(t, func(cfg *httpapi.Config) {
-		cfg.Verifier, cfg.ExternalURL, cfg.RateLimit = verifier, "http://sless.example.test", -1
-	})
+	b := apitest.NewBackend(t)
+	a, err := httpapi.New(httpapi.Config{Store: b.Store, Code: b.Code, Verifier: verifier, ExternalURL: "http://sless.example.test",
+		RateLimit: -1, Secrets: newVault(t, b.Pool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
 	tok, err := auth.Mint(secret, sub, time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return srv.URL, tok
+}
+
+// newVault returns a vault of secret values on pool, under a new key.
+func newVault(t *testing.T, pool *pgxpool.Pool) *secrets.Vault {
+	t.Helper()
+	key := make([]byte, secrets.KeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := secrets.ParseKeyring([]byte(base64.StdEncoding.EncodeToString(key) + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secrets.NewVault(pool, keys)
 }
 
 // sless runs the client commands with args, as the binary does, and

@@ -33,10 +33,13 @@ type deployFlags struct {
 	name, runtime, entrypoint string
 	memory, timeout           int
 	env                       []string
-	http                      bool
-	cron                      string
-	noWait, quiet             bool
-	wait                      time.Duration
+	// The namespace secrets the function uses: ENV=SECRET pairs and the
+	// secrets it reads as files.
+	secrets, secretFiles []string
+	http                 bool
+	cron                 string
+	noWait, quiet        bool
+	wait                 time.Duration
 	// The function's async configuration (client.AsyncConfig).
 	asyncRetries, asyncAge, asyncConcurrency int
 	// How the function scales (min_instances, max_instances, concurrency).
@@ -59,12 +62,17 @@ up to the dead letters, and how many deliveries run at once. --min-instances,
 --max-instances and --concurrency say how the function scales: the instances
 kept running (0 scales to zero when idle), the most at once, and the requests
 one instance takes at once. Like the async configuration they belong to the
-function, not to a version: a rollback keeps them. A flag left out keeps the
-function's value (the default, when it is created).`,
+function, not to a version: a rollback keeps them. --secret and --secret-file
+give the function namespace secrets (sless secret set) as environment variables
+and as files under /run/secrets; keep credentials there rather than in --env,
+whose values stay in the platform's event log (the API warns about names that
+look like credentials). A flag left out keeps the function's value (the
+default, when it is created).`,
 		Example: `  sless fn deploy ./hello --runtime python3.11 --http
   sless fn deploy ./report --name report --runtime nodejs20 --env REGION=eu --cron "*/5 * * * *"
   sless fn deploy ./report --async-max-retries 5 --async-max-event-age 3600 --async-max-concurrency 2
-  sless fn deploy ./hello --min-instances 1 --max-instances 20 --concurrency 4`,
+  sless fn deploy ./hello --min-instances 1 --max-instances 20 --concurrency 4
+  sless fn deploy ./api --secret DB_PASSWORD=db-password --secret-file tls-key`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return deploy(cmd.Context(), c, args[0], f, cmd.Flags().Changed, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -77,6 +85,8 @@ function's value (the default, when it is created).`,
 	fl.IntVar(&f.memory, "memory", domain.DefaultMemoryMB, "memory limit in MiB")
 	fl.IntVar(&f.timeout, "timeout", domain.DefaultTimeoutSec, "time limit of one invocation in seconds")
 	fl.StringArrayVar(&f.env, "env", nil, "environment variable K=V (repeatable); replaces all of them when given")
+	fl.StringArrayVar(&f.secrets, "secret", nil, "environment variable ENV=SECRET taking the value of a namespace secret (repeatable); replaces all of them when given, --secret '' removes them")
+	fl.StringArrayVar(&f.secretFiles, "secret-file", nil, "namespace secret the function reads as the file /run/secrets/SECRET (repeatable); replaces all of them when given, --secret-file '' removes them")
 	fl.BoolVar(&f.http, "http", false, "serve the function at a public URL (an http trigger NAME-http)")
 	fl.StringVar(&f.cron, "cron", "", "run the function on a cron schedule in UTC (a trigger NAME-cron), e.g. \"*/5 * * * *\"")
 	fl.IntVar(&f.asyncRetries, "async-max-retries", domain.DefaultAsyncMaxRetries,
@@ -124,11 +134,23 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 	if err != nil {
 		return err
 	}
+	secretEnv, err := parseSecrets(f.secrets)
+	if err != nil {
+		return err
+	}
 	proj, err := loadProject(abs)
 	if err != nil {
 		return err
 	}
-	proj.apply(&f, changed, &env)
+	proj.apply(&f, changed, &env, &secretEnv)
+	secretFiles := secretFileNames(f.secretFiles)
+	if de := secretsError(env, secretEnv, secretFiles); de != nil {
+		flag := "--secret"
+		if de.Field == "secret_files" {
+			flag = "--secret-file"
+		}
+		return fmt.Errorf("%s: %s", flag, messageOf(de))
+	}
 	flagChanged := changed
 	changed = func(flag string) bool { return flagChanged(flag) || proj.sets(flag) }
 	if f.name == "" {
@@ -160,11 +182,13 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 		}
 		fn, err = cl.CreateFunction(ctx, client.CreateFunctionRequest{Name: f.name, Runtime: f.runtime, Entrypoint: f.entrypoint,
 			MemoryMB: f.memory, TimeoutSec: f.timeout, EnvVars: env, Async: asyncPatch(f, changed),
-			MinInstances: f.minInstances, MaxInstances: f.maxInstances, Concurrency: f.concurrency})
+			MinInstances: f.minInstances, MaxInstances: f.maxInstances, Concurrency: f.concurrency,
+			Secrets: secretEnv, SecretFiles: secretFiles})
 		if err != nil {
 			return explain(err, url, "", "")
 		}
 		fmt.Fprintf(stdout, "Created function %s (%s).\n", fn.Name, fn.Runtime)
+		warn(stderr, fn.Warnings)
 	case err != nil:
 		return explain(err, url, "", "")
 	default:
@@ -193,11 +217,18 @@ func deploy(ctx context.Context, c *conn, dir string, f deployFlags, changed fun
 		if changed("concurrency") {
 			req.Concurrency = &f.concurrency
 		}
+		if changed("secret") {
+			req.Secrets = &secretEnv
+		}
+		if changed("secret-file") {
+			req.SecretFiles = &secretFiles
+		}
 		req.Async = asyncPatch(f, changed)
 		if req != (client.UpdateFunctionRequest{}) {
 			if fn, err = cl.UpdateFunction(ctx, f.name, req); err != nil {
 				return explain(err, url, "", "")
 			}
+			warn(stderr, fn.Warnings)
 		}
 	}
 
@@ -281,6 +312,51 @@ func parseEnv(kvs []string) (map[string]string, error) {
 		return nil, fmt.Errorf("--env: %s", messageOf(err))
 	}
 	return env, nil
+}
+
+// parseSecrets reads ENV=SECRET pairs; a single empty one is none.
+func parseSecrets(pairs []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(pairs) == 1 && pairs[0] == "" {
+		return out, nil
+	}
+	for _, p := range pairs {
+		env, secret, ok := strings.Cut(p, "=")
+		if !ok || env == "" || secret == "" {
+			return nil, fmt.Errorf("--secret %q: write it as ENV=SECRET, the variable's name and the secret's (sless secret ls)", p)
+		}
+		out[env] = secret
+	}
+	return out, nil
+}
+
+// secretFileNames are the names --secret-file gives; a single empty one is none.
+func secretFileNames(names []string) []string {
+	if len(names) == 1 && names[0] == "" {
+		return []string{}
+	}
+	return names
+}
+
+// secretsError is what the API says of the secrets a function is given:
+// nil, or EINVALID naming the field (secrets, secrets.ENV, secret_files), by
+// the domain's own rules, which FunctionSpec.Config applies (variable and
+// secret names, a variable also in env, a secret named twice). Whether the
+// secrets exist only the server knows.
+func secretsError(env, secretEnv map[string]string, files []string) *domain.Error {
+	_, err := domain.FunctionSpec{Runtime: string(domain.Runtimes[0]), EnvVars: env, Secrets: secretEnv, SecretFiles: files}.Config()
+	var de *domain.Error
+	if errors.As(err, &de) && de.Code == domain.EINVALID {
+		return de
+	}
+	return nil
+}
+
+// warn prints the API's warnings about a function's configuration.
+func warn(stderr io.Writer, warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
 }
 
 // zipFunction zips dir as deploy uploads it: without what .slessignore

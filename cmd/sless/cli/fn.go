@@ -15,7 +15,7 @@ import (
 
 // AddCommands adds the client commands to the root command.
 func AddCommands(root *cobra.Command) {
-	root.AddCommand(loginCommand(), fnCommand(), triggerCommand(), jobCommand(), eventsCommand())
+	root.AddCommand(loginCommand(), fnCommand(), triggerCommand(), jobCommand(), secretCommand(), eventsCommand())
 }
 
 // fnCommand is `sless fn`: the functions of the namespace.
@@ -127,6 +127,8 @@ func writeFunction(w io.Writer, fn *client.Function) error {
 		{"concurrency", concurrency(fn)},
 		{"instances now", instancesNow(fn)},
 		{"env", strings.Join(sorted(env), " ")},
+		{"secrets", secretEnvs(fn)},
+		{"secret files", secretFiles(fn)},
 		{"created", fn.CreatedAt.UTC().Format(time.RFC3339)},
 		{"last built", built},
 	}
@@ -137,6 +139,26 @@ func writeFunction(w io.Writer, fn *client.Function) error {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
 	}
 	return tw.Flush()
+}
+
+// secretEnvs lists the env vars a function takes from secrets, with the
+// version of each secret its configuration runs: "DB_PASSWORD=db (v3)".
+func secretEnvs(fn *client.Function) string {
+	var out []string
+	for env, secret := range fn.Secrets {
+		out = append(out, fmt.Sprintf("%s=%s (v%d)", env, secret, fn.SecretVersions[secret]))
+	}
+	return strings.Join(sorted(out), " ")
+}
+
+// secretFiles lists the secret files of a function where it reads them,
+// with versions: "/run/secrets/tls-key (v1)".
+func secretFiles(fn *client.Function) string {
+	var out []string
+	for _, secret := range fn.SecretFiles {
+		out = append(out, fmt.Sprintf("%s/%s (v%d)", domain.SecretFilesDir, secret, fn.SecretVersions[secret]))
+	}
+	return strings.Join(sorted(out), " ")
 }
 
 // asyncConcurrency is a function's async max_concurrency for people.

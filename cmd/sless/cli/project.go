@@ -36,6 +36,9 @@ import (
 //	min_instances: 0           # instances kept running, 0-1000 (0: scale to zero when idle)
 //	max_instances: 0           # most instances at once, 0-1000 (0: the platform's default)
 //	concurrency: 0             # requests one instance takes at once, 0-1000 (0: the runtime's default)
+//	secrets:                   # env vars taking the value of a namespace secret (sless secret set)
+//	  DB_PASSWORD: db-password
+//	secret_files: [tls-key]    # secrets read as files, /run/secrets/<name>
 //
 // It is checked with the API's rules; an error names the file, the line and
 // the field.
@@ -58,9 +61,11 @@ type project struct {
 		MaxEventAge    int `yaml:"max_event_age"`
 		MaxConcurrency int `yaml:"max_concurrency"`
 	} `yaml:"async"`
-	MinInstances int `yaml:"min_instances"`
-	MaxInstances int `yaml:"max_instances"`
-	Concurrency  int `yaml:"concurrency"`
+	MinInstances int               `yaml:"min_instances"`
+	MaxInstances int               `yaml:"max_instances"`
+	Concurrency  int               `yaml:"concurrency"`
+	Secrets      map[string]string `yaml:"secrets"`
+	SecretFiles  []string          `yaml:"secret_files"`
 	// set holds the fields the file sets, with their lines.
 	set map[string]int
 }
@@ -150,6 +155,8 @@ func kindWords(goType string) string {
 		return "a text"
 	case strings.HasPrefix(goType, "map["):
 		return "a mapping of names to values"
+	case strings.HasPrefix(goType, "[]"):
+		return "a list"
 	default:
 		return "a mapping"
 	}
@@ -157,7 +164,8 @@ func kindWords(goType string) string {
 
 // projectKeys are the keys a ProjectFile may have, at any level.
 var projectKeys = []string{"name", "runtime", "entrypoint", "memory", "timeout", "env", "triggers", "http", "cron",
-	"async", "max_retries", "max_event_age", "max_concurrency", "min_instances", "max_instances", "concurrency"}
+	"async", "max_retries", "max_event_age", "max_concurrency", "min_instances", "max_instances", "concurrency",
+	"secrets", "secret_files"}
 
 // walk records the line of every key of a mapping, by dotted path.
 func walk(n *yaml.Node, prefix string, lines map[string]int) {
@@ -220,6 +228,9 @@ func (p *project) validate(path string) error {
 			return fail(r.field, fmt.Errorf("must be between %d and %d (%s), not %d", r.min, r.max, r.unit, r.v))
 		}
 	}
+	if de := secretsError(p.Env, p.Secrets, p.SecretFiles); de != nil {
+		return fail(de.Field, de)
+	}
 	var de *domain.Error
 	if err := scaleError(domain.ScaleConfig{MinInstances: p.MinInstances, MaxInstances: p.MaxInstances, Concurrency: p.Concurrency}); errors.As(err, &de) {
 		return fail(de.Field, err)
@@ -237,7 +248,7 @@ func scaleError(s domain.ScaleConfig) error {
 }
 
 // apply fills the deploy flags the command line left unset from p.
-func (p *project) apply(f *deployFlags, changed func(string) bool, env *map[string]string) {
+func (p *project) apply(f *deployFlags, changed func(string) bool, env, secretEnv *map[string]string) {
 	if p == nil {
 		return
 	}
@@ -261,6 +272,12 @@ func (p *project) apply(f *deployFlags, changed func(string) bool, env *map[stri
 	}
 	if _, ok := p.set["env"]; ok && !changed("env") {
 		*env = p.Env
+	}
+	if p.sets("secret") && !changed("secret") {
+		*secretEnv = p.Secrets
+	}
+	if p.sets("secret-file") && !changed("secret-file") {
+		f.secretFiles = p.SecretFiles
 	}
 	for _, a := range []struct {
 		flag string
@@ -296,4 +313,4 @@ func (p *project) sets(flag string) bool {
 // flagFields are the fields of a ProjectFile whose deploy flag has another name.
 var flagFields = map[string]string{"http": "triggers.http", "cron": "triggers.cron", "async-max-retries": "async.max_retries",
 	"async-max-event-age": "async.max_event_age", "async-max-concurrency": "async.max_concurrency",
-	"min-instances": "min_instances", "max-instances": "max_instances"}
+	"min-instances": "min_instances", "max-instances": "max_instances", "secret": "secrets", "secret-file": "secret_files"}
