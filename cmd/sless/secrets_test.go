@@ -11,12 +11,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/slessio/sless/httpapi/client"
 	"github.com/slessio/sless/internal/testutil"
 )
 
@@ -88,15 +92,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Fatal("the build failed")
 	}
 	serve(t, c, "db")
-	wantValue := func(value string) {
-		t.Helper()
-		want := fmt.Sprintf(`{"env": %q, "file": %q}`, hash(value), hash(value))
-		testutil.WaitFor(t, time.Minute, func() bool {
-			resp := post(t, dev, c, "db", "{}")
-			got := readAll(t, resp.Body)
-			return resp.StatusCode == http.StatusOK && jsonEqual(got, want)
-		})
-	}
+	wantValue := func(value string) { t.Helper(); waitSecretValue(t, dev, c, value) }
 	wantValue(v1)
 
 	// A new value makes a new version of the function, which runs it.
@@ -160,6 +156,80 @@ func TestSecretsNeverLeak(t *testing.T) {
 			}
 		}
 	}
+}
+
+// waitSecretValue waits until function db of c answers the hashes of value
+// (secretHandler) as its secret variable and file.
+func waitSecretValue(t *testing.T, dev *devServer, c *client.Client, value string) {
+	t.Helper()
+	want := fmt.Sprintf(`{"env": %q, "file": %q}`, hash(value), hash(value))
+	testutil.WaitFor(t, time.Minute, func() bool {
+		resp := post(t, dev, c, "db", "{}")
+		got := readAll(t, resp.Body)
+		return resp.StatusCode == http.StatusOK && jsonEqual(got, want)
+	})
+}
+
+// TestRotateKEKWhileServing rotates the key-encryption key of a serving
+// `sless dev` with `sless secrets rotate-kek`: the key file holds a new key
+// only, and the server, which follows the file, opens the data key wrapped
+// under it for a new value without a restart.
+func TestRotateKEKWhileServing(t *testing.T) {
+	dev := startDev(t)
+	dev.waitReady(t)
+	c := tenantClient(t, dev, "bob")
+	api := &apiCaller{t: t, base: dev.base + "/v1/namespaces/" + c.Namespace(), token: dev.token(t, "bob", false)}
+	v1, v2 := marker(t), marker(t)
+	api.must("PUT", "/secrets/db-password", map[string]string{"value": v1}, http.StatusCreated, nil)
+	api.must("POST", "/functions", map[string]any{"name": "db", "runtime": "python3.11",
+		"secrets": map[string]string{"DB_PASSWORD": "db-password"}, "secret_files": []string{"db-password"}}, http.StatusCreated, nil)
+	if v := upload(t, c, "db", map[string]string{"handler.py": secretHandler}); waitBuilt(t, c, "db", v).BuildStatus != "Succeeded" {
+		t.Fatal("the build failed")
+	}
+	serve(t, c, "db")
+	waitSecretValue(t, dev, c, v1)
+
+	keyFile := filepath.Join(dev.dataDir, "secrets.key")
+	before, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	if err := run(context.Background(), []string{"secrets", "rotate-kek", "--data-dir", dev.dataDir, "--database-url", dev.databaseURL}, &out, &errs); err != nil {
+		t.Fatalf("rotate-kek: %v\n%s", err, errs.String())
+	}
+	if !strings.Contains(out.String(), "1 namespace data key(s) re-wrapped") {
+		t.Errorf("rotate-kek said %q, want one namespace re-wrapped", out.String())
+	}
+	after, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := keyLines(after)
+	if fi, _ := os.Stat(keyFile); len(keys) != 1 || slices.Contains(keyLines(before), keys[0]) || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file after the rotation: %d key(s), mode %v; want one new key, 0600", len(keys), fi.Mode())
+	}
+	// The running server follows the file: the function restarts with the
+	// new value, under the data key now wrapped by the new key.
+	api.must("PUT", "/secrets/db-password", map[string]string{"value": v2}, http.StatusOK, nil)
+	waitSecretValue(t, dev, c, v2)
+	for _, key := range append(keys, keyLines(before)...) {
+		if strings.Contains(out.String()+errs.String()+dev.stderr.String(), key) {
+			t.Error("a key was printed")
+		}
+	}
+}
+
+// keyLines returns the keys of a key file's text: its lines but blank ones
+// and comments.
+func keyLines(text []byte) []string {
+	var keys []string
+	for _, line := range strings.Split(string(text), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			keys = append(keys, line)
+		}
+	}
+	return keys
 }
 
 // marker is a random value no test writes anywhere else.
