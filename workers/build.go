@@ -121,7 +121,11 @@ func (b *buildWorker) Work(ctx context.Context, job *river.Job[outbox.BuildArgs]
 
 	out := w.followBuild(ctx, a.Namespace, a.Function, a.Version)
 	spec.Progress = out
+	started := time.Now()
 	res, err := w.build(ctx, spec)
+	if outcome, ok := buildOutcome(ctx, res, err); ok {
+		w.builds.observe(spec.Config.Runtime, outcome, time.Since(started))
+	}
 	if ierr := interrupted(ctx, fmt.Sprintf("build %s v%d", stream, a.Version)); ierr != nil {
 		out.close()
 		return ierr

@@ -5,7 +5,7 @@
 // k8sdriver and localdriver) and record outcomes through command.
 //
 // It may import domain, driver, outbox, command, store (and store/codestore
-// for the code keys of a function) and River. Workers are idempotent: River delivers at least once,
+// for the code keys of a function), tracing and River. Workers are idempotent: River delivers at least once,
 // so each worker finds its outcome event already appended and does nothing
 // twice.
 //
@@ -33,4 +33,9 @@
 // job first in their outcome transaction and re-read the desired state after
 // it, converging again when it changed (rollout.go explains why that order
 // closes the race).
+//
+// Every attempt of a job is a span "river.<kind>" (trace.go), the child of
+// the trace context its metadata carries: the request whose command queued
+// it, or the job whose outcome did. Builds are measured by runtime and
+// outcome (buildmetrics.go: sless_build_duration_seconds, sless_builds_total).
 package workers

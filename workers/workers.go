@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -124,6 +125,9 @@ type Config struct {
 	// RescueInterval is how often the leader moves the jobs of dead processes
 	// back to work (see liveness.go). Default DefaultRescueInterval.
 	RescueInterval time.Duration
+	// Registerer receives the workers' metrics (sless_build_duration_seconds,
+	// sless_builds_total); nil registers none.
+	Registerer prometheus.Registerer
 	// Logger receives the workers' logs, and River's from level Warn up
 	// (River reports job counts at Info every few seconds, which the cron
 	// ticks would turn into steady noise). Default slog.Default().
@@ -146,6 +150,7 @@ type Workers struct {
 	asyncSlots     asyncSlots
 	asyncFunctions asyncFunctions
 	live           *liveness
+	builds         *buildMetrics
 	slots          atomic.Pointer[buildSlots] // while started
 	// stopping is set when Stop gives up waiting and cancels the running
 	// jobs: a job whose context ends then was interrupted by the shutdown.
@@ -160,8 +165,9 @@ type Workers struct {
 // connections outside it. A Driver that is a BuildSourceUser gets the
 // Workers as its BuildSource.
 //
-// Errors: EINVALID for a missing Driver or an out-of-range setting;
-// EINTERNAL when River refuses the configuration.
+// Errors: EINVALID for a missing Driver, an out-of-range setting or
+// metrics the Registerer refuses; EINTERNAL when River refuses the
+// configuration.
 func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 	if cfg.Driver == nil {
 		return nil, domain.Errorf(domain.EINVALID, "workers: a driver.Driver is required")
@@ -170,6 +176,10 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 		return nil, err
 	}
 	w := &Workers{cfg: cfg, pool: pool, log: cfg.Logger}
+	var err error
+	if w.builds, err = newBuildMetrics(cfg.Registerer); err != nil {
+		return nil, err
+	}
 	w.scheduler, _ = cfg.Driver.(driver.Scheduler)
 	w.deleter, _ = cfg.Code.(CodeDeleter)
 
@@ -208,6 +218,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Workers, error) {
 		RescueStuckJobsAfter:        cfg.longestTimeout() + 15*time.Minute,
 		CompletedJobRetentionPeriod: completedRetention,
 		Logger:                      slog.New(minLevel{cfg.Logger.Handler(), slog.LevelWarn}),
+		Middleware:                  []rivertype.Middleware{&traceJobs{}},
 	}
 	rc.PeriodicJobs = []*river.PeriodicJob{invocationPartitionsJob()}
 	if w.scheduler == nil {
