@@ -37,6 +37,7 @@ type functionView struct {
 	Function        domain.Function
 	URL             string
 	Env             []keyValue
+	Metrics         metricsView
 	Triggers        []domain.Trigger
 	Versions        []versionRow
 	Source          sourceView
@@ -115,6 +116,9 @@ func (c *Console) functionPage(w http.ResponseWriter, r *http.Request, s session
 		v.Env = append(v.Env, keyValue{k, val})
 	}
 	slices.SortFunc(v.Env, func(a, b keyValue) int { return strings.Compare(a.Key, b.Key) })
+	if v.Metrics, err = c.metricsView(r, ns, name); err != nil {
+		return err
+	}
 	if v.Triggers, err = c.cfg.Store.ListTriggers(ctx, ns, name); err != nil {
 		return err
 	}
