@@ -110,6 +110,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /console/_/assets/{file}", serveAsset)
 	m.HandleFunc("GET /console/{ns}", c.reader(c.namespacePage))
 	m.HandleFunc("GET /console/{ns}/live", c.reader(c.live))
+	m.HandleFunc("GET /console/{ns}/secrets", c.reader(c.secretsPage))
 	m.HandleFunc("GET /console/{ns}/functions/{fn}", c.reader(c.functionPage))
 	m.HandleFunc("GET /console/{ns}/functions/{fn}/invocations/{id}", c.reader(c.invocationPage))
 	m.HandleFunc("POST /console/{ns}/triggers/{trigger}", c.writer(c.setTrigger))

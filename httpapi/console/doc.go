@@ -1,15 +1,19 @@
 // Package console is the web console served at /console/ by the control
 // plane itself (SPEC §7): a tenant signs in with their own token and sees the
 // functions of their namespace, their source (highlighted on the server), the
-// versions with rollback, the invocation log, job runs and event history,
-// the asynchronous invocations (configuration, queued work, dead letters to
-// retry or delete), how a function scales (min_instances, max_instances and
-// concurrency, which its owner changes, and the instances running now when
-// Config.Instances says), invokes a function (any function, trigger or not:
-// through the proxy's Invoke, as the API's POST .../invoke) and starts or
-// stops its triggers; pages follow the event store live through Server-Sent
-// Events. Operators (the admin claim) also get a namespace list and the
-// River UI.
+// versions with rollback, the invocation log with a function's metrics over
+// the last hour and day (rate, errors, p50 and p99, cold starts), job runs
+// and event history, the asynchronous invocations (configuration, queued
+// work, dead letters to retry or delete), how a function scales
+// (min_instances, max_instances and concurrency, which its owner changes,
+// and the instances running now when Config.Instances says), invokes a
+// function (any function, trigger or not: through the proxy's Invoke, as
+// the API's POST .../invoke) and starts or stops its triggers. It lists the
+// namespace's secrets and the secrets each function uses: names, versions
+// and users, never a value (the console has none; setting one stays with
+// the CLI, the API and Terraform). Pages follow the event store live
+// through Server-Sent Events. Operators (the admin claim) also get a
+// namespace list and the River UI.
 //
 // It reads the store's read models and changes state only through the
 // command layer (command), like the REST API. It has no client-side

@@ -37,6 +37,7 @@ type functionView struct {
 	Function        domain.Function
 	URL             string
 	Env             []keyValue
+	Secrets         []secretRef
 	Metrics         metricsView
 	Triggers        []domain.Trigger
 	Versions        []versionRow
@@ -116,6 +117,9 @@ func (c *Console) functionPage(w http.ResponseWriter, r *http.Request, s session
 		v.Env = append(v.Env, keyValue{k, val})
 	}
 	slices.SortFunc(v.Env, func(a, b keyValue) int { return strings.Compare(a.Key, b.Key) })
+	if v.Secrets, err = c.functionSecrets(r, f); err != nil {
+		return err
+	}
 	if v.Metrics, err = c.metricsView(r, ns, name); err != nil {
 		return err
 	}

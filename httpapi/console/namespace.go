@@ -51,6 +51,10 @@ type namespaceView struct {
 	Summary summary
 }
 
+// nsNav is the navigation of a namespace's pages: Current is the page
+// shown, functions or secrets.
+type nsNav struct{ Namespace, Current string }
+
 // card is one function of the namespace page. BuildFailure is as on the
 // function's page (buildFailure).
 type card struct {

@@ -92,6 +92,7 @@ func parsePages() map[string]*template.Template {
 		"ms":     millis,
 		"add":    func(a, b int) int { return a + b },
 		"phase":  phaseClass,
+		"nsnav":  func(ns, current string) nsNav { return nsNav{Namespace: ns, Current: current} },
 	}
 	base := template.Must(template.New("layout").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))
 	out := map[string]*template.Template{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -273,11 +274,14 @@ func (p *project) apply(f *deployFlags, changed func(string) bool, env, secretEn
 	if _, ok := p.set["env"]; ok && !changed("env") {
 		*env = p.Env
 	}
+	// Set to nothing (secrets: with no value), they clear the function's:
+	// never null, which an update takes as "keep".
 	if p.sets("secret") && !changed("secret") {
-		*secretEnv = p.Secrets
+		*secretEnv = map[string]string{}
+		maps.Copy(*secretEnv, p.Secrets)
 	}
 	if p.sets("secret-file") && !changed("secret-file") {
-		f.secretFiles = p.SecretFiles
+		f.secretFiles = append([]string{}, p.SecretFiles...)
 	}
 	for _, a := range []struct {
 		flag string

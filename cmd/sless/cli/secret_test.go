@@ -153,6 +153,12 @@ func TestSecretCommands(t *testing.T) {
 	if out := must("fn", "get", "fromfile", "-o", "json"); json.Unmarshal([]byte(out), &fromFile) != nil || fromFile.Secrets["TLS_KEY"] != "tls" || len(fromFile.SecretFiles) != 1 {
 		t.Fatalf("secrets from sless.yaml: %s", out)
 	}
+	must("fn", "deploy", functionDir(t, map[string]string{"handler.py": greeterPy,
+		"sless.yaml": "name: fromfile\nruntime: python3.11\nsecrets:\nsecret_files:\n"}), "--no-wait")
+	var emptied client.Function
+	if out := must("fn", "get", "fromfile", "-o", "json"); json.Unmarshal([]byte(out), &emptied) != nil || len(emptied.Secrets) != 0 || len(emptied.SecretFiles) != 0 {
+		t.Fatalf("after secrets: and secret_files: with no value in sless.yaml: %s; want none", out)
+	}
 	bad := functionDir(t, map[string]string{"handler.py": greeterPy, "sless.yaml": "name: bad\nruntime: python3.11\nsecret_files: [Bad_Name]\n"})
 	if _, err := run("fn", "deploy", bad, "--no-wait"); err == nil || !strings.Contains(err.Error(), "sless.yaml:3: secret_files: ") {
 		t.Fatalf("a bad secret name in sless.yaml: %v", err)
