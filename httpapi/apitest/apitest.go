@@ -9,6 +9,8 @@ package apitest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"net/http/httptest"
 	"testing"
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi"
+	"github.com/slessio/sless/secrets"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
@@ -76,7 +79,7 @@ func NewBackend(t testing.TB) *Backend {
 func Start(t testing.TB, configure func(*httpapi.Config)) *Server {
 	t.Helper()
 	b := NewBackend(t)
-	cfg := httpapi.Config{Store: b.Store, Code: b.Code}
+	cfg := httpapi.Config{Store: b.Store, Code: b.Code, Secrets: Vault(t, b.Pool)}
 	configure(&cfg)
 	api, err := httpapi.New(cfg)
 	if err != nil {
@@ -104,4 +107,19 @@ func Record(ctx context.Context, st *store.Store, ns, name string, cmd func(*dom
 		return tx.Append(ctx, stream, fn, evs)
 	})
 	return err
+}
+
+// Vault returns a vault of secret values on pool under a key of its own,
+// random for each call (the API server Start makes has one).
+func Vault(t testing.TB, pool *pgxpool.Pool) *secrets.Vault {
+	t.Helper()
+	key := make([]byte, secrets.KeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := secrets.ParseKeyring([]byte(base64.StdEncoding.EncodeToString(key) + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secrets.NewVault(pool, keys)
 }
