@@ -21,6 +21,10 @@ const (
 	attrNamespace = attribute.Key("sless.namespace")
 )
 
+// untracedRoutes are asked every few seconds by load balancers and kubelets:
+// their spans would bury the requests'.
+var untracedRoutes = map[string]bool{"/healthz": true, "/readyz": true}
+
 // trace gives each request a server span named after its route ("PUT
 // /v1/namespaces/:ns/functions/:name", never the raw path, so names stay
 // few), the child of the caller's traceparent when it sends one. The
@@ -42,6 +46,9 @@ func (s *Server) trace(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		route := c.Path()
+		if untracedRoutes[route] {
+			return next(c)
+		}
 		name := r.Method
 		if route != "" {
 			name += " " + route

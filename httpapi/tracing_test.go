@@ -25,6 +25,7 @@ func TestARequestWithATraceparentIsAServerSpanOfThatTrace(t *testing.T) {
 	c := f.tenant()
 	c.createFunction("hello")
 	c.upload("hello", handlerZip(t, `"hello"`)).want(202)
+	c.do("GET", "/healthz", nil, "traceparent", callerParent).want(200)
 
 	r := c.do("PUT", c.p("/functions/hello"), map[string]any{"entrypoint": "main.handle"},
 		"traceparent", callerParent, "tracestate", "caller=1")
@@ -42,6 +43,11 @@ func TestARequestWithATraceparentIsAServerSpanOfThatTrace(t *testing.T) {
 	}
 	if s.Status != codes.Unset {
 		t.Errorf("status %v for a 200", s.Status)
+	}
+	for _, s := range spans.Spans() { // exported in order: the health check's would be here
+		if s.Name == "GET /healthz" {
+			t.Errorf("a health check has a span")
+		}
 	}
 
 	// The build the new entrypoint needs is queued in the span's trace, as its child.
