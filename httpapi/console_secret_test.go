@@ -8,23 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/slessio/sless/httpapi"
-	"github.com/slessio/sless/secrets"
-	"github.com/slessio/sless/store/pgtest"
 )
-
-// setupSecrets is setup with secrets enabled: a vault under a new key.
-func setupSecrets(t *testing.T) *fixture {
-	t.Helper()
-	key := make([]byte, secrets.KeyBytes)
-	_, _ = rand.Read(key)
-	keys, err := secrets.ParseKeyring([]byte(base64.StdEncoding.EncodeToString(key) + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return setup(t, func(cfg *httpapi.Config) { cfg.Secrets = secrets.NewVault(pgtest.Pool(t), keys) })
-}
 
 // TestConsoleSecrets: the secrets page lists a namespace's secrets (name,
 // newest version, when set, the functions using each, linked), says how
@@ -35,7 +19,7 @@ func setupSecrets(t *testing.T) *fixture {
 // namespace page, for the owner or an operator.
 func TestConsoleSecrets(t *testing.T) {
 	t.Parallel()
-	f := setupSecrets(t)
+	f := setup(t) // with a vault (apitest)
 	c := f.tenant()
 	b := newBrowser(t, f)
 	b.signIn(c.token)
