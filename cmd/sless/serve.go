@@ -30,6 +30,7 @@ import (
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/codestore"
 	"github.com/slessio/sless/store/codestore/s3embed"
+	"github.com/slessio/sless/tracing"
 	"github.com/slessio/sless/workers"
 )
 
@@ -77,6 +78,8 @@ type platform struct {
 	driver  *runningDriver
 	workers *workers.Workers
 	http    *http.Server
+	// flushSpans is tracing.Setup's shutdown.
+	flushSpans func(context.Context) error
 }
 
 // runPlatform starts the database, object storage, workers, driver and API,
@@ -97,6 +100,14 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	}
 	p := &platform{}
 	defer func() { p.stop(ctx, c.ShutdownWait, log) }()
+	// Spans are exported when the OTEL_* variables name an endpoint (see
+	// package tracing); stop flushes them last.
+	if p.flushSpans, err = tracing.Setup(ctx, "sless"); err != nil {
+		return err
+	}
+	if tracing.Enabled() {
+		log.Info("tracing: spans are exported over OTLP/HTTP")
+	}
 
 	if p.db, err = openDatabase(ctx, c, true, stderr); err != nil {
 		return err
@@ -193,7 +204,8 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	}
 	if p.workers, err = workers.New(p.db.Pool, workers.Config{Driver: p.driver, Code: code, Invocations: p.proxy,
 		Invoker: p.proxy, AsyncWorkers: c.AsyncWorkers, CallbackAllow: callbackAllow, PlatformPorts: []int{port},
-		InvocationRetention: c.Retention, ShutdownTimeout: c.ShutdownWait, BuildsPerNamespace: c.BuildsPerNS, Logger: log.With("component", "workers")}); err != nil {
+		InvocationRetention: c.Retention, ShutdownTimeout: c.ShutdownWait, BuildsPerNamespace: c.BuildsPerNS, Registerer: reg,
+		Logger: log.With("component", "workers")}); err != nil {
 		return err
 	}
 	close(workersReady)
@@ -384,6 +396,11 @@ func (p *platform) stop(ctx context.Context, wait time.Duration, log *slog.Logge
 	}
 	if p.db != nil {
 		p.db.Close(sctx)
+	}
+	if p.flushSpans != nil {
+		if err := p.flushSpans(sctx); err != nil {
+			log.Warn("tracing flush", "error", err)
+		}
 	}
 }
 
