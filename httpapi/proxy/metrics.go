@@ -228,21 +228,36 @@ func newMetrics(reg prometheus.Registerer, rec Recorder) (*metrics, error) {
 func (m *metrics) function(k fnKey) *fnMetrics { return &fnMetrics{key: k} }
 
 // forget deletes the series of a function gone from the route table, so
-// /metrics does not keep every function ever deployed. A request still in
-// flight on it, or a run ending later, counts into series no longer
-// exported, and makes none again.
+// /metrics does not keep every function ever deployed: those it made, by
+// their label values (DeletePartialMatch would scan every series, for each
+// function deleted). A request still in flight on it, or a run ending
+// later, counts into series no longer exported, and makes none again.
 func (m *metrics) forget(f *fnMetrics) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f.gone = true
-	l := prometheus.Labels{"namespace": f.key.ns, "function": f.key.name}
-	m.requests.DeletePartialMatch(l)
-	m.errors.DeletePartialMatch(l)
-	m.duration.DeletePartialMatch(l)
-	m.coldStarts.DeletePartialMatch(l)
-	m.coldStartSeconds.DeletePartialMatch(l)
-	m.scaleEvents.DeletePartialMatch(l)
+	ns, name := f.key.ns, f.key.name
+	for i, kind := range triggers {
+		if t := f.kind[i].Load(); t == nil || t == goneTrigger {
+			continue
+		}
+		for _, class := range classes {
+			m.requests.DeleteLabelValues(ns, name, string(kind), class)
+		}
+		m.errors.DeleteLabelValues(ns, name, string(kind))
+		m.duration.DeleteLabelValues(ns, name, string(kind))
+	}
+	if c := f.cold.Load(); c != nil && c != goneCold {
+		m.coldStarts.DeleteLabelValues(ns, name)
+		m.coldStartSeconds.DeleteLabelValues(ns, name)
+	}
+	for _, direction := range scaleDirections {
+		m.scaleEvents.DeleteLabelValues(ns, name, direction)
+	}
 }
+
+// scaleDirections are the values of sless_scale_events_total's direction label.
+var scaleDirections = [...]string{"up", "down"}
 
 // observe counts one finished invocation of kind: its status class, whether
 // it is an error (isFunctionError, with the proxy's reason when it answered
