@@ -105,6 +105,8 @@ var apiRoutes = []apiRoute{
 		{"stream", "string", "a stream id or kind/name, e.g. function/hello"},
 		{"after", "integer", "only events after this position"},
 		{"limit", "integer", "page size, 1 to 1000 (default 100)"}}, Status: 200, Response: wire.EventList{}},
+
+	{Method: "GET", Path: "/v1/namespaces/:ns/metrics", Summary: "The namespace's function metrics in Prometheus' text format, for a scrape with its token: only its own sless_function_* series (requests by trigger and status class, errors, durations, cold starts, instances, requests in flight and queued) on the server that answers", Tag: "metrics", Access: tenant, Status: 200, TextOnly: true},
 }
 
 // openAPIDoc is built once, on first request.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slessio/sless/command"
 	"github.com/slessio/sless/domain"
@@ -65,6 +66,12 @@ type Config struct {
 	// Prometheus scrape with an admin token: the series name tenants'
 	// functions), e.g. promhttp.HandlerFor(registry, promhttp.HandlerOpts{}).
 	Metrics http.Handler
+	// FunctionMetrics, when set, is gathered for GET
+	// /v1/namespaces/{ns}/metrics, which answers the namespace's own
+	// sless_function_* series to its token: the registry of the proxy's
+	// metrics (proxy.Config.Registerer), whose other series it leaves out.
+	// Without it that route is EUNAVAILABLE.
+	FunctionMetrics prometheus.Gatherer
 	// Sandbox says in a few words how function processes are isolated, e.g.
 	// "bubblewrap", "kubernetes" or "none"; /healthz and /readyz report it as
 	// "sandbox" so operators see an unsandboxed server. "" reports "unknown".
@@ -274,6 +281,7 @@ func (s *Server) newEcho() *echo.Echo {
 	s.registerInvocationRoutes(g)
 	s.registerAsyncRoutes(g)
 	s.registerEventRoutes(g)
+	s.registerMetricsRoutes(g)
 	s.registerSecretRoutes(g)
 	return e
 }

@@ -172,6 +172,10 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), sandboxInfo(p.driver.sandbox))
+	// The proxy's series have a registry of their own, which /metrics serves
+	// with reg: a namespace's GET .../metrics gathers only them (not the
+	// database's queue depths or the runtime's) and keeps its own.
+	proxyReg := prometheus.NewRegistry()
 	idle := c.IdleTimeout
 	if idle == 0 {
 		idle = -1 // the flag's 0 means never; the proxy's 0 means its default
@@ -198,7 +202,7 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 		IdleTimeout: idle, IdleTimeouts: c.IdleOverrides, MaxBodyBytes: c.MaxBodyBytes, TrustedProxies: trusted,
 		DefaultMaxConcurrency: c.FnConcurrency, ClientRate: c.FnClientRate, ClientBurst: c.FnClientBurst,
 		DefaultMaxInstances: c.FnMaxInstances, NamespaceMaxInstances: c.NSMaxInstances, StableWindow: c.StableWindow, PanicWindow: c.PanicWindow,
-		PlatformToken: platformToken(verifier), Registerer: reg, Logger: log.With("component", "proxy")})
+		PlatformToken: platformToken(verifier), Registerer: proxyReg, Logger: log.With("component", "proxy")})
 	if err != nil {
 		return err
 	}
@@ -225,8 +229,8 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	api, err := httpapi.New(httpapi.Config{
 		Store: st, Code: code, Verifier: verifier, ExternalURL: c.ExternalURL,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst, RiverUI: ui, Logger: log.With("component", "api"),
-		Proxy: p.proxy, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Sandbox: p.driver.sandbox,
-		CallbackAllow: callbackAllow, Secrets: sealer,
+		Proxy: p.proxy, Metrics: promhttp.HandlerFor(prometheus.Gatherers{reg, proxyReg}, promhttp.HandlerOpts{}), FunctionMetrics: proxyReg,
+		Sandbox: p.driver.sandbox, CallbackAllow: callbackAllow, Secrets: sealer,
 	})
 	if err != nil {
 		return err
