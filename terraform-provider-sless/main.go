@@ -1,6 +1,6 @@
 // Command terraform-provider-sless is the Terraform provider of sless
-// (source address slessio/sless): functions, triggers and jobs of the
-// namespace of the configured token, through the sless REST API.
+// (source address slessio/sless): functions, triggers, jobs and secrets of
+// the namespace of the configured token, through the sless REST API.
 package main
 
 import (

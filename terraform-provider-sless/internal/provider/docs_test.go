@@ -217,6 +217,10 @@ func typeName(t attr.Type) string {
 		return "Map of String"
 	case t.Equal(types.ListType{ElemType: types.StringType}):
 		return "List of String"
+	case t.Equal(types.SetType{ElemType: types.StringType}):
+		return "Set of String"
+	case t.Equal(types.MapType{ElemType: types.Int64Type}):
+		return "Map of Number"
 	}
 	return t.String()
 }

@@ -21,21 +21,24 @@ var (
 
 // functionInfo is what the data sources say of one function.
 type functionInfo struct {
-	Name          types.String `tfsdk:"name"`
-	Runtime       types.String `tfsdk:"runtime"`
-	Entrypoint    types.String `tfsdk:"entrypoint"`
-	MemoryMB      types.Int64  `tfsdk:"memory_mb"`
-	TimeoutSec    types.Int64  `tfsdk:"timeout_sec"`
-	EnvVars       types.Map    `tfsdk:"env_vars"`
-	Async         types.Object `tfsdk:"async"`
-	MinInstances  types.Int64  `tfsdk:"min_instances"`
-	MaxInstances  types.Int64  `tfsdk:"max_instances"`
-	Concurrency   types.Int64  `tfsdk:"concurrency"`
-	ActiveVersion types.Int64  `tfsdk:"active_version"`
-	Phase         types.String `tfsdk:"phase"`
-	Message       types.String `tfsdk:"message"`
-	CreatedAt     types.String `tfsdk:"created_at"`
-	LastBuiltAt   types.String `tfsdk:"last_built_at"`
+	Name           types.String `tfsdk:"name"`
+	Runtime        types.String `tfsdk:"runtime"`
+	Entrypoint     types.String `tfsdk:"entrypoint"`
+	MemoryMB       types.Int64  `tfsdk:"memory_mb"`
+	TimeoutSec     types.Int64  `tfsdk:"timeout_sec"`
+	EnvVars        types.Map    `tfsdk:"env_vars"`
+	Secrets        types.Map    `tfsdk:"secrets"`
+	SecretFiles    types.Set    `tfsdk:"secret_files"`
+	SecretVersions types.Map    `tfsdk:"secret_versions"`
+	Async          types.Object `tfsdk:"async"`
+	MinInstances   types.Int64  `tfsdk:"min_instances"`
+	MaxInstances   types.Int64  `tfsdk:"max_instances"`
+	Concurrency    types.Int64  `tfsdk:"concurrency"`
+	ActiveVersion  types.Int64  `tfsdk:"active_version"`
+	Phase          types.String `tfsdk:"phase"`
+	Message        types.String `tfsdk:"message"`
+	CreatedAt      types.String `tfsdk:"created_at"`
+	LastBuiltAt    types.String `tfsdk:"last_built_at"`
 }
 
 // functionInfoAttributes is the schema of functionInfo; name is set apart
@@ -62,18 +65,16 @@ func functionInfoAttributes(name schema.StringAttribute) map[string]schema.Attri
 		"last_built_at":  s("When a version was last built (RFC 3339), empty before the first build."),
 	}
 	maps.Copy(attrs, scaleInfoAttributes())
+	maps.Copy(attrs, secretInfoAttributes())
 	return attrs
 }
 
 func infoOf(fn client.Function) functionInfo {
-	env := make(map[string]attr.Value, len(fn.EnvVars))
-	for k, v := range fn.EnvVars {
-		env[k] = types.StringValue(v)
-	}
 	return functionInfo{
 		Name: types.StringValue(fn.Name), Runtime: types.StringValue(fn.Runtime), Entrypoint: types.StringValue(fn.Entrypoint),
 		MemoryMB: types.Int64Value(int64(fn.MemoryMB)), TimeoutSec: types.Int64Value(int64(fn.TimeoutSec)),
-		EnvVars: types.MapValueMust(types.StringType, env), Async: asyncObject(fn.Async),
+		EnvVars: stringMapValue(fn.EnvVars), Async: asyncObject(fn.Async),
+		Secrets: stringMapValue(fn.Secrets), SecretFiles: stringSetValue(fn.SecretFiles), SecretVersions: secretVersions(fn.SecretVersions),
 		MinInstances: types.Int64Value(int64(fn.MinInstances)), MaxInstances: types.Int64Value(int64(fn.MaxInstances)),
 		Concurrency:   types.Int64Value(int64(fn.Concurrency)),
 		ActiveVersion: types.Int64Value(int64(fn.ActiveVersion)), Phase: types.StringValue(string(fn.Phase)),

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -54,6 +53,9 @@ type functionModel struct {
 	MaxInstances    types.Int64  `tfsdk:"max_instances"`
 	Concurrency     types.Int64  `tfsdk:"concurrency"`
 	EnvVars         types.Map    `tfsdk:"env_vars"`
+	Secrets         types.Map    `tfsdk:"secrets"`
+	SecretFiles     types.Set    `tfsdk:"secret_files"`
+	SecretVersions  types.Map    `tfsdk:"secret_versions"`
 	SourceDir       types.String `tfsdk:"source_dir"`
 	CodePath        types.String `tfsdk:"code_path"`
 	CodeHash        types.String `tfsdk:"code_hash"`
@@ -115,7 +117,7 @@ func (r *functionResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			"async": asyncAttribute(),
 			"env_vars": schema.MapAttribute{
 				Optional: true, ElementType: types.StringType,
-				Description: "Environment variables of the function's processes.",
+				Description: "Environment variables of the function's processes. Keep credentials out of them (their values stay in the platform's event log, and the apply warns about names that look like one): use secrets.",
 			},
 			"source_dir": schema.StringAttribute{
 				Optional:    true,
@@ -147,6 +149,7 @@ func (r *functionResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 		},
 	}
 	maps.Copy(resp.Schema.Attributes, scaleAttributes())
+	maps.Copy(resp.Schema.Attributes, secretAttributes())
 }
 
 // defaultEntrypoints lists the default entrypoint of every runtime.
@@ -199,10 +202,17 @@ func (r *functionResource) ValidateConfig(ctx context.Context, req resource.Vali
 			"Set code_hash only with code_path; with source_dir the provider computes it from the files.")
 	}
 	validateScale(m, &resp.Diagnostics)
-	if env, known := stringMap(ctx, m.EnvVars, &resp.Diagnostics); known {
+	env, envKnown := stringMap(ctx, m.EnvVars, &resp.Diagnostics)
+	if envKnown {
 		if err := domain.ValidateEnvVars(env); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("env_vars"), "Invalid env_vars", messageOf(err))
+			return
 		}
+	}
+	secrets, known := stringMap(ctx, m.Secrets, &resp.Diagnostics)
+	files, filesKnown := stringSet(ctx, m.SecretFiles, &resp.Diagnostics)
+	if envKnown && known && filesKnown {
+		validateSecrets(env, secrets, files, &resp.Diagnostics)
 	}
 }
 
@@ -251,11 +261,13 @@ func (r *functionResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 				*p = types.Int64Unknown()
 			}
 			plan.Phase, plan.Message, plan.LastBuiltAt = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
+			plan.SecretVersions = types.MapUnknown(types.Int64Type)
 		} else {
 			// Only a setting of the provider changes (source_dir named
 			// differently, build_timeout_sec): the function stays as it is.
 			plan.Version, plan.ActiveVersion = state.Version, state.ActiveVersion
 			plan.Phase, plan.Message, plan.LastBuiltAt = state.Phase, state.Message, state.LastBuiltAt
+			plan.SecretVersions = state.SecretVersions
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
@@ -268,10 +280,11 @@ func functionChanges(state, plan functionModel) bool {
 		!state.MemoryMB.Equal(plan.MemoryMB) || !state.TimeoutSec.Equal(plan.TimeoutSec) ||
 		!state.MaxConcurrency.Equal(plan.MaxConcurrency) || !state.RetrySafe.Equal(plan.RetrySafe) ||
 		!state.Async.Equal(plan.Async) || !state.MinInstances.Equal(plan.MinInstances) || !state.MaxInstances.Equal(plan.MaxInstances) ||
-		!state.Concurrency.Equal(plan.Concurrency) || !sameEnv(state.EnvVars, plan.EnvVars) || !state.CodeHash.Equal(plan.CodeHash)
+		!state.Concurrency.Equal(plan.Concurrency) || !sameEnv(state.EnvVars, plan.EnvVars) || !state.CodeHash.Equal(plan.CodeHash) ||
+		!sameEnv(state.Secrets, plan.Secrets) || !sameFiles(state.SecretFiles, plan.SecretFiles)
 }
 
-// sameEnv compares env_vars with null and empty equal.
+// sameEnv compares env_vars (and secrets) with null and empty equal.
 func sameEnv(a, b types.Map) bool {
 	if len(a.Elements()) == 0 && len(b.Elements()) == 0 && !a.IsUnknown() && !b.IsUnknown() {
 		return true
@@ -290,18 +303,22 @@ func (r *functionResource) Create(ctx context.Context, req resource.CreateReques
 		return
 	}
 	env, _ := stringMap(ctx, plan.EnvVars, &resp.Diagnostics)
+	secrets, _ := stringMap(ctx, plan.Secrets, &resp.Diagnostics)
+	files, _ := stringSet(ctx, plan.SecretFiles, &resp.Diagnostics)
 	name := plan.Name.ValueString()
-	_, err := r.c.CreateFunction(ctx, client.CreateFunctionRequest{
+	fn, err := r.c.CreateFunction(ctx, client.CreateFunctionRequest{
 		Name: name, Runtime: plan.Runtime.ValueString(), Entrypoint: plan.Entrypoint.ValueString(),
 		MemoryMB: int(plan.MemoryMB.ValueInt64()), TimeoutSec: int(plan.TimeoutSec.ValueInt64()), EnvVars: env,
 		MaxConcurrency: int(plan.MaxConcurrency.ValueInt64()), RetrySafe: plan.RetrySafe.ValueBool(),
 		MinInstances: int(plan.MinInstances.ValueInt64()), MaxInstances: int(plan.MaxInstances.ValueInt64()), Concurrency: int(plan.Concurrency.ValueInt64()),
-		Async: asyncPatchOf(ctx, plan.Async, &resp.Diagnostics),
+		Async:   asyncPatchOf(ctx, plan.Async, &resp.Diagnostics),
+		Secrets: secrets, SecretFiles: files,
 	})
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "create function "+name, err, functionFields...)
 		return
 	}
+	addWarnings(&resp.Diagnostics, name, fn.Warnings)
 	up, err := r.c.Upload(ctx, name, c.zip)
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "upload the code of "+name, err)
@@ -312,7 +329,8 @@ func (r *functionResource) Create(ctx context.Context, req resource.CreateReques
 }
 
 // functionFields are the request fields of a function that are attributes.
-var functionFields = slices.Concat([]string{"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "max_concurrency", "retry_safe"},
+var functionFields = slices.Concat([]string{"name", "runtime", "entrypoint", "memory_mb", "timeout_sec", "env_vars", "max_concurrency", "retry_safe",
+	"secrets", "secret_files"},
 	asyncFields, scaleFields)
 
 // code returns the zip to upload for m.
@@ -414,12 +432,15 @@ func (r *functionResource) read(ctx context.Context, prior functionModel) (funct
 	m.MaxInstances = types.Int64Value(int64(fn.MaxInstances))
 	m.Concurrency = types.Int64Value(int64(fn.Concurrency))
 	if len(fn.EnvVars) > 0 || !prior.EnvVars.IsNull() {
-		env := make(map[string]attr.Value, len(fn.EnvVars))
-		for k, v := range fn.EnvVars {
-			env[k] = types.StringValue(v)
-		}
-		m.EnvVars = types.MapValueMust(types.StringType, env)
+		m.EnvVars = stringMapValue(fn.EnvVars)
 	}
+	if len(fn.Secrets) > 0 || !prior.Secrets.IsNull() {
+		m.Secrets = stringMapValue(fn.Secrets)
+	}
+	if len(fn.SecretFiles) > 0 || !prior.SecretFiles.IsNull() {
+		m.SecretFiles = stringSetValue(fn.SecretFiles)
+	}
+	m.SecretVersions = secretVersions(fn.SecretVersions)
 	if m.BuildTimeoutSec.IsNull() {
 		m.BuildTimeoutSec = types.Int64Value(defaultBuildTimeoutSec) // after an import
 	}
@@ -473,23 +494,33 @@ func (r *functionResource) Update(ctx context.Context, req resource.UpdateReques
 	if env == nil {
 		env = map[string]string{} // env_vars removed: clear them
 	}
+	secrets, _ := stringMap(ctx, plan.Secrets, &resp.Diagnostics)
+	if secrets == nil {
+		secrets = map[string]string{}
+	}
+	files, _ := stringSet(ctx, plan.SecretFiles, &resp.Diagnostics)
+	if files == nil {
+		files = []string{}
+	}
 	before, err := r.c.ListVersions(ctx, name)
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "read the versions of "+name, err)
 		return
 	}
-	_, err = r.c.UpdateFunction(ctx, name, client.UpdateFunctionRequest{
+	fn, err := r.c.UpdateFunction(ctx, name, client.UpdateFunctionRequest{
 		Runtime: client.Ptr(plan.Runtime.ValueString()), Entrypoint: client.Ptr(plan.Entrypoint.ValueString()),
 		MemoryMB: client.Ptr(int(plan.MemoryMB.ValueInt64())), TimeoutSec: client.Ptr(int(plan.TimeoutSec.ValueInt64())),
 		EnvVars: &env, MaxConcurrency: client.Ptr(int(plan.MaxConcurrency.ValueInt64())), RetrySafe: client.Ptr(plan.RetrySafe.ValueBool()),
 		MinInstances: client.Ptr(int(plan.MinInstances.ValueInt64())), MaxInstances: client.Ptr(int(plan.MaxInstances.ValueInt64())),
 		Concurrency: client.Ptr(int(plan.Concurrency.ValueInt64())),
 		Async:       asyncPatchOf(ctx, plan.Async, &resp.Diagnostics), // removed from the configuration: the defaults, planned
+		Secrets:     &secrets, SecretFiles: &files,
 	})
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "update function "+name, err, functionFields...)
 		return
 	}
+	addWarnings(&resp.Diagnostics, name, fn.Warnings)
 	target := newest(before)
 	if !state.CodeHash.Equal(plan.CodeHash) || !state.Runtime.Equal(plan.Runtime) {
 		c, ok := r.code(plan, &resp.Diagnostics)

@@ -240,8 +240,8 @@ func TestAccFunction(t *testing.T) {
 	})
 }
 
-// nothingLeft checks that the namespace has no function, trigger or job
-// left and that no function process runs.
+// nothingLeft checks that the namespace has no function, trigger, job or
+// secret left and that no function process runs.
 func (p *platform) nothingLeft(t *testing.T) error {
 	fns, err := p.Client.ListFunctions(ctx)
 	if err != nil {
@@ -263,6 +263,13 @@ func (p *platform) nothingLeft(t *testing.T) error {
 	}
 	if len(jobs) != 0 {
 		return fmt.Errorf("jobs left after destroy: %+v", jobs)
+	}
+	secrets, err := p.Client.ListSecrets(ctx)
+	if err != nil {
+		return err
+	}
+	if len(secrets) != 0 {
+		return fmt.Errorf("secrets left after destroy: %+v", secrets)
 	}
 	testutil.Eventually(t, time.Minute, func() error {
 		if pids := p.processes(); len(pids) > 0 {

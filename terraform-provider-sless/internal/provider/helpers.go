@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -52,6 +53,43 @@ func stringMap(ctx context.Context, m types.Map, diags *diag.Diagnostics) (map[s
 	}
 	out := map[string]string{}
 	diags.Append(m.ElementsAs(ctx, &out, false)...)
+	return out, true
+}
+
+// stringMapValue is m as a map(string) attribute (nil: empty).
+func stringMapValue(m map[string]string) types.Map {
+	out := make(map[string]attr.Value, len(m))
+	for k, v := range m {
+		out[k] = types.StringValue(v)
+	}
+	return types.MapValueMust(types.StringType, out)
+}
+
+// stringSetValue is s as a set(string) attribute (nil: empty).
+func stringSetValue(s []string) types.Set {
+	out := make([]attr.Value, 0, len(s))
+	for _, v := range s {
+		out = append(out, types.StringValue(v))
+	}
+	return types.SetValueMust(types.StringType, out)
+}
+
+// stringSet returns a set(string) attribute as a Go slice; known is false
+// when it or one of its values is unknown. A null set is a nil slice.
+func stringSet(ctx context.Context, s types.Set, diags *diag.Diagnostics) ([]string, bool) {
+	if s.IsUnknown() {
+		return nil, false
+	}
+	if s.IsNull() {
+		return nil, true
+	}
+	for _, v := range s.Elements() {
+		if v.IsUnknown() {
+			return nil, false
+		}
+	}
+	out := []string{}
+	diags.Append(s.ElementsAs(ctx, &out, false)...)
 	return out, true
 }
 

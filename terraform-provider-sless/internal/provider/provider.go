@@ -1,6 +1,6 @@
 // Package provider is the Terraform provider of sless on
 // terraform-plugin-framework: the provider configuration (endpoint, token),
-// the resources sless_function, sless_trigger and sless_job, and the data
+// the resources sless_function, sless_trigger, sless_job and sless_secret, and the data
 // sources sless_function and sless_functions. Every call goes through the
 // typed client of the REST API (github.com/slessio/sless/httpapi/client);
 // every rule the server checks on input is checked at plan time too, with the
@@ -51,7 +51,7 @@ func (p *slessProvider) Metadata(_ context.Context, _ provider.MetadataRequest, 
 
 func (p *slessProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		Description: "Manages functions, triggers and jobs of a sless namespace: the namespace of the token's user.",
+		Description: "Manages functions, triggers, jobs and secrets of a sless namespace: the namespace of the token's user.",
 		Attributes: map[string]schema.Attribute{
 			"endpoint": schema.StringAttribute{
 				Optional:    true,
@@ -110,7 +110,7 @@ func (p *slessProvider) Configure(ctx context.Context, req provider.ConfigureReq
 }
 
 func (p *slessProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{newFunctionResource, newTriggerResource, newJobResource}
+	return []func() resource.Resource{newFunctionResource, newTriggerResource, newJobResource, newSecretResource}
 }
 
 func (p *slessProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -36,6 +36,13 @@ resource "sless_trigger" "t" {
 }
 `
 	}
+	secret := func(attrs string) string {
+		return p.providerBlock() + `
+resource "sless_secret" "s" {
+  ` + attrs + `
+}
+`
+	}
 	forged, err := auth.Mint([]byte("0123456789abcdef0123456789abcdef"), "mallory", time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +100,23 @@ resource "sless_trigger" "t" {
   async {
     max_retries = 1
   }`), `(?s)Did you mean to define argument\s+"async"\? If so, use the equals sign`},
+		{"secrets variable name", fn(`name = "f"
+  runtime = "python3.11"
+  secrets = { "1BAD" = "db" }`), `(?s)Invalid secrets.*variable name "1BAD" must match`},
+		{"secrets secret name", fn(`name = "f"
+  runtime = "python3.11"
+  secrets = { DB = "Bad_Name" }`), `(?s)Invalid secrets\["DB"\].*"Bad_Name" must consist of lower-case letters`},
+		{"secrets and env_vars", fn(`name = "f"
+  runtime = "python3.11"
+  env_vars = { DB = "x" }
+  secrets = { DB = "db" }`), `(?s)Invalid secrets.*variable "DB" is also set in env_vars`},
+		{"secret_files name", fn(`name = "f"
+  runtime = "python3.11"
+  secret_files = ["Bad_Name"]`), `(?s)Invalid secret_files.*"Bad_Name" must consist of lower-case letters`},
+		{"secret name", secret(`name = "Bad_Name"
+  value = "x"`), `(?s)Invalid name`},
+		{"secret value too large", secret(`name = "db"
+  value = "${join("", [for i in range(1024) : format("%064d", i)])}x"`), `(?s)Invalid value.*65537 bytes, over the limit of 64 KiB`},
 		{"cron syntax", trigger(`type = "cron"
   schedule = "every minute"`), `(?s)Invalid schedule`},
 		{"cron without schedule", trigger(`type = "cron"`), `(?s)A cron trigger needs a schedule`},
@@ -112,5 +136,8 @@ resource "sless_trigger" "t" {
 	}
 	if fns, err := p.Client.ListFunctions(ctx); err != nil || len(fns) != 0 {
 		t.Fatalf("functions after refused plans: %v (%v)", fns, err)
+	}
+	if ss, err := p.Client.ListSecrets(ctx); err != nil || len(ss) != 0 {
+		t.Fatalf("secrets after refused plans: %v (%v)", ss, err)
 	}
 }

@@ -9,6 +9,13 @@ resource "sless_function" "hello" {
   env_vars = {
     GREETING = "hi"
   }
+  # Credentials come from namespace secrets (sless_secret), not env_vars:
+  # an env var taking a secret's value, and a secret read as the file
+  # /run/secrets/tls-key.
+  secrets = {
+    DB_PASSWORD = sless_secret.db_password.name
+  }
+  secret_files = [sless_secret.tls_key.name]
   # Scaling: one instance kept running (no cold start; 0, the default,
   # scales to zero when idle), at most 20, each taking 4 requests at once
   # (0: the runtime's default). Like async, these are the function's: a
