@@ -21,6 +21,15 @@
 // same names in sless.yaml; fn get shows them and, when the server says,
 // the instances running now.
 //
+// Credentials go into the namespace's secrets (sless secret set|ls|get|rm):
+// set reads the value from a file or stdin (a prompt without echo on a
+// terminal), never from an argument, which would stay in the shell's
+// history; the API never returns it. fn deploy's --secret ENV=SECRET and
+// --secret-file SECRET (or sless.yaml's secrets and secret_files) give a
+// function secrets as environment variables and as files under
+// /run/secrets, and the API's warnings about credentials in plain env vars
+// are printed to stderr.
+//
 // Errors say what to do next: a rejected token how to get one, a refused
 // connection the URL tried and how to start `sless dev`, a missing function
 // the command that lists them.
