@@ -111,10 +111,7 @@ shell's history and are visible to other users in the process list. At most
 		Args: cobra.ExactArgs(1), Example: "  sless secret rm db-password",
 		RunE: c.runE(func(cmd *cobra.Command, args []string, cl *client.Client, url string) error {
 			if err := cl.DeleteSecret(cmd.Context(), args[0]); err != nil {
-				if client.IsConflict(err) {
-					return fmt.Errorf("%w — take it out of their configuration first (sless fn deploy DIR --secret ... / --secret-file ...)", explain(err, url, "", ""))
-				}
-				return explain(err, url, notFound(args[0]), "sless secret ls")
+				return explain(err, url, notFound(args[0]), "sless secret ls") // a 409 names the functions using it
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted secret %s.\n", args[0])
 			return nil
