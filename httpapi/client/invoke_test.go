@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +55,14 @@ func testInvoke(t *testing.T, f *fixture) {
 	var got map[string]string
 	if err := json.Unmarshal(res.Body, &got); err != nil || res.Status != 200 {
 		t.Fatalf("Invoke: %d %s", res.Status, res.Body)
+	}
+	// The namespace's own metrics count it (through the proxy's registry).
+	var metrics strings.Builder
+	if err := c.Metrics(ctx, &metrics); err != nil {
+		t.Fatal(err)
+	}
+	if want := `sless_function_requests_total{class="2xx",function="echo",namespace="` + ns + `",trigger="api"} 1`; !strings.Contains(metrics.String(), want) {
+		t.Errorf("Metrics lacks %s:\n%s", want, metrics.String())
 	}
 	if got["method"] != "POST" || got["path"] != "/" || got["type"] != "application/json" || got["token"] != "" || got["body"] != `{"name": "sless"}` ||
 		res.Header.Get("Content-Type") != "application/json" || res.InvocationID == "" || res.Header.Get(client.InvocationHeader) != res.InvocationID {

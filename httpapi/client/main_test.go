@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"log/slog"
@@ -16,15 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi"
 	"github.com/slessio/sless/httpapi/apitest"
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/client"
 	"github.com/slessio/sless/httpapi/proxy"
-	"github.com/slessio/sless/secrets"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -58,9 +55,10 @@ func setup(t *testing.T) *fixture {
 	}
 	ups := &upstreams{}
 	b := apitest.NewBackend(t)
-	cfg := httpapi.Config{Store: b.Store, Code: b.Code, Verifier: verifier, ExternalURL: externalURL, RateLimit: -1, Secrets: newVault(t, b.Pool)}
+	reg := prometheus.NewRegistry() // the proxy's function metrics
+	cfg := httpapi.Config{Store: b.Store, Code: b.Code, Verifier: verifier, ExternalURL: externalURL, RateLimit: -1, Secrets: apitest.Vault(t, b.Pool)}
 	p, err := proxy.New(proxy.Config{Store: cfg.Store, Invocations: cfg.Store.NewInvocationWriter(store.InvocationWriterOptions{FlushInterval: 10 * time.Millisecond}),
-		Scaler: ups, IdleTimeout: -1, Logger: slog.New(slog.DiscardHandler)})
+		Scaler: ups, IdleTimeout: -1, Registerer: reg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +66,7 @@ func setup(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	cfg.Proxy = p
+	cfg.Proxy, cfg.FunctionMetrics = p, reg
 	api, err := httpapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -76,20 +74,6 @@ func setup(t *testing.T) *fixture {
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	return &fixture{url: srv.URL, store: b.Store, calls: &recorder{}, upstreams: ups}
-}
-
-// newVault returns a vault of secret values on pool, under a new key.
-func newVault(t *testing.T, pool *pgxpool.Pool) *secrets.Vault {
-	t.Helper()
-	key := make([]byte, secrets.KeyBytes)
-	if _, err := rand.Read(key); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := secrets.ParseKeyring([]byte(base64.StdEncoding.EncodeToString(key) + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return secrets.NewVault(pool, keys)
 }
 
 // upstreams is a proxy.Scaler whose functions are Go test servers: Wake

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 
 	"github.com/slessio/sless/httpapi/auth"
@@ -46,4 +47,13 @@ type EnsureResult = wire.Namespace
 // does not own the namespace.
 func (c *Client) EnsureNamespace(ctx context.Context) (*EnsureResult, error) {
 	return jsonOf[EnsureResult](ctx, c, routeEnsureNamespace, nil)
+}
+
+// Metrics writes the namespace's own Prometheus series (sless_function_*:
+// requests, errors, durations, cold starts, instances) to w, in the text
+// exposition format. Errors: *Error with CodeUnavailable when the server
+// keeps no function metrics.
+func (c *Client) Metrics(ctx context.Context, w io.Writer) error {
+	_, err := c.do(ctx, call{route: routeMetrics, text: w})
+	return err
 }

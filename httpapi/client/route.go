@@ -55,6 +55,7 @@ const (
 	routeSetSecret
 	routeGetSecret
 	routeDeleteSecret
+	routeMetrics
 	numRoutes
 )
 
@@ -104,6 +105,7 @@ var routes = [numRoutes]route{
 	routeSetSecret:    {Method: "PUT", Path: "/v1/namespaces/{ns}/secrets/{name}"},
 	routeGetSecret:    {Method: "GET", Path: "/v1/namespaces/{ns}/secrets/{name}"},
 	routeDeleteSecret: {Method: "DELETE", Path: "/v1/namespaces/{ns}/secrets/{name}"},
+	routeMetrics:      {Method: "GET", Path: "/v1/namespaces/{ns}/metrics"},
 }
 
 // expand fills the template's parameters in order with params, escaped, and

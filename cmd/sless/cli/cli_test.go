@@ -3,8 +3,6 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/slessio/sless/cmd/sless/cli"
@@ -23,7 +20,6 @@ import (
 	"github.com/slessio/sless/httpapi/apitest"
 	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/httpapi/client"
-	"github.com/slessio/sless/secrets"
 	"github.com/slessio/sless/store/pgtest"
 )
 
@@ -40,7 +36,7 @@ func api(t *testing.T, sub string) (string, string) {
 	}
 	b := apitest.NewBackend(t)
 	a, err := httpapi.New(httpapi.Config{Store: b.Store, Code: b.Code, Verifier: verifier, ExternalURL: "http://sless.example.test",
-		RateLimit: -1, Secrets: newVault(t, b.Pool)})
+		RateLimit: -1, Secrets: apitest.Vault(t, b.Pool)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,20 +47,6 @@ func api(t *testing.T, sub string) (string, string) {
 		t.Fatal(err)
 	}
 	return srv.URL, tok
-}
-
-// newVault returns a vault of secret values on pool, under a new key.
-func newVault(t *testing.T, pool *pgxpool.Pool) *secrets.Vault {
-	t.Helper()
-	key := make([]byte, secrets.KeyBytes)
-	if _, err := rand.Read(key); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := secrets.ParseKeyring([]byte(base64.StdEncoding.EncodeToString(key) + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return secrets.NewVault(pool, keys)
 }
 
 // sless runs the client commands with args, as the binary does, and
