@@ -1,18 +1,18 @@
 // Package k8sdriver runs functions on Kubernetes; it implements the
 // driver.Driver and driver.Scheduler ports.
 //
-// Layout: the builders are in resources/, the client calls here. The
-// package resources turns a function version into Kubernetes objects with
-// pure functions (TenantObjects, KanikoJob, Deployment + Service +
-// EnvSecret, RunJob + EventSecret, CronJob), and holds the names and labels
-// of those objects and the driver's Config with its defaults (Config and
-// the types it needs are aliased here, so New's callers never import
-// resources). This package is the thin client-go layer (Driver): it applies
-// what resources builds with server-side apply (field manager "sless")
-// using the caller's context, gets, lists, watches and deletes, waits for
-// Jobs and rollouts, reads logs, and maps API errors to domain codes at this
-// boundary (mapErr). A file here calls the API server; a file in resources
-// never does.
+// Layout: the builders are in resources/, the client calls here. The package
+// resources turns a function version into Kubernetes objects with pure
+// functions (TenantObjects, KanikoJob, Deployment + Service + EnvSecret +
+// ServerSecret, RunJob + RunSecret, CronJob + CronSecret), and holds the
+// names and labels of those objects and the driver's Config with its
+// defaults (Config and the types it needs are aliased here, so New's callers
+// never import resources). This package is the thin client-go layer
+// (Driver): it applies what resources builds with server-side apply (field
+// manager "sless") using the caller's context, gets, lists, watches and
+// deletes, waits for Jobs and rollouts, reads logs, and maps API errors to
+// domain codes at this boundary (mapErr). A file here calls the API server;
+// a file in resources never does.
 //
 // A new Kubernetes object is a builder in resources with a golden test
 // (resources/testdata/<name>.json, TestGolden), and its apply in this
@@ -30,7 +30,22 @@
 // Watch reports each finished one once (claimed by a label on its
 // Job), for the invocation log.
 //
-// Lifecycle of a run's Job: its event Secret applied (the user's event is
+// Namespace secrets (driver.SecretOpenerUser): the driver opens the ones a
+// version uses whenever it starts something of it (Scale with replicas,
+// Run, ApplySchedule of an enabled trigger) and applies them as an
+// immutable Secret that the pods read by reference (secretKeyRef, a
+// read-only secret volume at /run/secrets), never as values in a spec:
+//
+//	server pods  <function>-v<version>-secrets-<hash>, owned by the
+//	             function's Service; Scale deletes the other versions' once
+//	             its wait is over
+//	a run        the run's Secret (its event beside them), owned by its Job
+//	a cron run   <cronjob>-v<version>-secrets-<hash>, owned by the CronJob;
+//	             ApplySchedule deletes the trigger's other versions'
+//
+// Remove deletes them all with the function's other objects.
+//
+// Lifecycle of a run's Job: its Secret applied (the user's event is
 // never literal in a pod spec; the pod reads SLESS_EVENT from it) → Job
 // created (ttl unset) → the Job made the Secret's owner → Complete | Failed
 // (DeadlineExceeded = exit 124) → output read → ttlSecondsAfterFinished set

@@ -21,7 +21,8 @@ type Driver struct {
 	logs   LogSource
 
 	mu      sync.Mutex
-	tenants map[string]bool // namespaces whose tenant objects were applied
+	tenants map[string]bool     // namespaces whose tenant objects were applied
+	opener  driver.SecretOpener // UseSecrets'; nil: none
 }
 
 var (

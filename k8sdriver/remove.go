@@ -16,8 +16,8 @@ import (
 var deleteOpts = metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationBackground)}
 
 // Remove deletes every object of a function: Deployment, ReplicaSets,
-// Service, Jobs and CronJobs, environment Secrets and pods in its
-// namespace, and its build Jobs in the build namespace; then it waits until
+// Service, Jobs and CronJobs, Secrets (environment, namespace secrets, runs'
+// events) and pods in its namespace, and its build Jobs in the build namespace; then it waits until
 // none is left, so a running job is gone when it returns. Removing what does
 // not exist is not an error. It returns EINVALID for bad names, EUNAVAILABLE
 // when ctx ends first, or the mapped API error.

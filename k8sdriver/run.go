@@ -18,28 +18,31 @@ const (
 
 // Run runs a version once as a Job and returns its output: the exit code of
 // the container, and its logs (stdout+stderr; the last stdout line is the
-// result). The event goes to the pod through the run's EventSecret, applied
-// before the Job is created, so the pod never starts without it, and owned
-// by the Job once it exists, so the garbage collector removes it with the
-// Job. The Job's name comes from the run, so a retried Run waits for the
-// Job it started (and makes it the Secret's owner again, which changes
-// nothing when it already is). The pod is found by the driver's own labels.
-// Once the output is read the Job gets its ttlSecondsAfterFinished. A
-// failure, a timeout (exit 124) or a deleted Job (exit 137) is a result;
-// errors are EINVALID for a bad spec, EUNAVAILABLE when ctx ends first, or
-// the mapped API error.
+// result). The event and the namespace secrets the version uses go to the
+// pod through the run's Secret (resources.RunSecret), applied before the Job
+// is created, so the pod never starts without it, and owned by the Job once
+// it exists, so the garbage collector removes it with the Job. The Job's
+// name comes from the run, so a retried Run waits for the Job it started
+// (and makes it the Secret's owner again, which changes nothing when it
+// already is). The pod is found by the driver's own labels. Once the output
+// is read the Job gets its ttlSecondsAfterFinished. A failure, a timeout
+// (exit 124) or a deleted Job (exit 137) is a result; errors are EINVALID
+// for a bad spec, EUNPROCESSABLE for a secret that cannot be opened,
+// EUNAVAILABLE when ctx ends first, or the mapped API error.
 func (d *Driver) Run(ctx context.Context, r driver.RunSpec) (driver.RunResult, error) {
+	values, err := d.openSecrets(ctx, r.Workload)
+	if err != nil {
+		return driver.RunResult{}, err
+	}
 	if err := d.prepare(ctx, r.Workload); err != nil {
 		return driver.RunResult{}, err
 	}
 	job := resources.RunJob(d.cfg, r)
 	name := *job.Name
-	secrets := d.client.CoreV1().Secrets(r.Namespace)
 	started, err := d.startJob(ctx, job, func() error {
 		// Without an owner: this also drops the owner of a Secret left
 		// by a Job of this run that the TTL controller deleted.
-		_, err := secrets.Apply(ctx, resources.EventSecret(r), applyOpts)
-		return mapErr("apply event secret "+name, err)
+		return d.applySecret(ctx, resources.RunSecret(r, values), "secret of run "+name)
 	})
 	if err != nil {
 		return driver.RunResult{}, err
@@ -47,8 +50,8 @@ func (d *Driver) Run(ctx context.Context, r driver.RunSpec) (driver.RunResult, e
 	// The whole Secret again, with the owner: an apply of the owner
 	// alone would drop the data from our field set, which the Secret's
 	// immutability forbids.
-	if _, err := secrets.Apply(ctx, resources.EventSecret(r).WithOwnerReferences(resources.JobOwner(started)), applyOpts); err != nil {
-		return driver.RunResult{}, mapErr("set owner of event secret "+name, err)
+	if err := d.applySecret(ctx, resources.RunSecret(r, values).WithOwnerReferences(resources.JobOwner(started)), "owner of the secret of run "+name); err != nil {
+		return driver.RunResult{}, err
 	}
 	out, err := d.waitJob(ctx, r.Namespace, name)
 	if err != nil {

@@ -108,7 +108,7 @@ func TestRunEventSecretGoesWithTheJob(t *testing.T) {
 	if err := e.d.EnsureNamespace(e.ctx(), e.ns); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Apply(e.ctx(), resources.EventSecret(spec), applyOpts); err != nil {
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Apply(e.ctx(), resources.RunSecret(spec, driver.SecretValues{}), applyOpts); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.c.Client.BatchV1().Jobs(e.ns).Apply(e.ctx(), resources.RunJob(e.cfg, spec), applyOpts); err != nil {

@@ -34,14 +34,34 @@ import (
 // (on average: kube-proxy balances connections, not requests). Retire then
 // names the Service, no pod, so the controller picks which pods stop.
 //
-// Errors are Deploy's.
+// The namespace secrets the version uses are opened and applied as its
+// Secret (resources.ServerSecret) before the Deployment, with the
+// function's Service as its owner; with 0 replicas nothing is opened, so a
+// version whose secret was deleted can still be stopped. Once the wait is
+// over, only the version's pods run: the other versions' Secrets are
+// deleted.
+//
+// Errors are Deploy's; a secret that cannot be opened is EUNPROCESSABLE.
 func (d *Driver) Scale(ctx context.Context, dep driver.Deployment) ([]string, error) {
 	w := dep.Workload
+	var values driver.SecretValues
+	if dep.Replicas > 0 {
+		var err error
+		if values, err = d.openSecrets(ctx, w); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.prepare(ctx, w); err != nil {
 		return nil, err
 	}
-	if _, err := d.client.CoreV1().Services(w.Namespace).Apply(ctx, resources.Service(w.Namespace, w.Function), applyOpts); err != nil {
+	svc, err := d.client.CoreV1().Services(w.Namespace).Apply(ctx, resources.Service(w.Namespace, w.Function), applyOpts)
+	if err != nil {
 		return nil, mapErr("apply service", err)
+	}
+	if s := resources.ServerSecret(w, values); s != nil && dep.Replicas > 0 {
+		if err := d.applySecret(ctx, s.WithOwnerReferences(resources.ServiceOwner(svc)), "secrets of "+w.Function+" v"+strconv.Itoa(w.Version)); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.retire(ctx, dep); err != nil {
 		return nil, err
@@ -57,6 +77,9 @@ func (d *Driver) Scale(ctx context.Context, dep driver.Deployment) ([]string, er
 		return done, err
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := d.deleteSecrets(ctx, w.Namespace, resources.SupersededServerSecrets(w), "secrets of the other versions of "+w.Function); err != nil {
 		return nil, err
 	}
 	return endpoints, nil

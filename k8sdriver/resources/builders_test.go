@@ -42,7 +42,23 @@ func goldenWorkload() driver.Workload {
 	return driver.Workload{Namespace: goldenNS, Function: "hello", Version: 3,
 		Image: "registry.test/sless/" + goldenNS + "/hello:0123456789abcdef01234567-89abcdef",
 		Config: domain.FunctionConfig{Runtime: domain.RuntimePython311, Entrypoint: "handler.handle", MemoryMB: 256, TimeoutSec: 30,
-			EnvVars: map[string]string{"DB_PASSWORD": "hunter2-literal", "GREETING": "hi", "API_TOKEN": "tok-literal"}}}
+			EnvVars: map[string]string{"DB_PASSWORD": "hunter2-literal", "GREETING": "hi", "API_TOKEN": "tok-literal"},
+			// api-key both ways: the Secret holds it once.
+			Secrets:        map[string]string{"DB_URL": "db-url", "API_KEY": "api-key"},
+			SecretFiles:    []string{"api-key", "tls-key"},
+			SecretVersions: map[string]int{"api-key": 1, "db-url": 2, "tls-key": 4}}}
+}
+
+// goldenSecretValues are the golden workload's secrets as
+// driver.OpenSecrets returns them.
+func goldenSecretValues() driver.SecretValues {
+	return driver.SecretValues{Env: []string{"API_KEY=key-0451-literal", "DB_URL=postgres://u:pw-literal@db/x"},
+		Files: map[string][]byte{"api-key": []byte("key-0451-literal"), "tls-key": []byte("-----BEGIN KEY-----\nfile-literal\n")}}
+}
+
+// goldenCron is the trigger of the golden CronJob and its Secret.
+func goldenCron() driver.CronSpec {
+	return driver.CronSpec{Workload: goldenWorkload(), Trigger: "every-minute", Schedule: "* * * * *", Enabled: false}
 }
 
 func goldenBuild(rt domain.Runtime, entrypoint string) driver.BuildSpec {
@@ -52,7 +68,7 @@ func goldenBuild(rt domain.Runtime, entrypoint string) driver.BuildSpec {
 		Config: domain.FunctionConfig{Runtime: rt, Entrypoint: entrypoint, MemoryMB: 128, TimeoutSec: 30}}
 }
 
-// goldenRun is the run of the golden RunJob and EventSecret.
+// goldenRun is the run of the golden RunJob and RunSecret.
 func goldenRun() driver.RunSpec {
 	return driver.RunSpec{Workload: goldenWorkload(), Name: "nightly-report", RunID: 42, Event: json.RawMessage(`{"n":7}`)}
 }
@@ -78,9 +94,11 @@ func goldenObjects(t *testing.T) map[string]any {
 		"deployment":           Deployment(driver.Deployment{Workload: w, Replicas: 2}),
 		"service":              Service(goldenNS, "hello"),
 		"env-secret":           EnvSecret(w),
+		"server-secret":        ServerSecret(w, goldenSecretValues()),
 		"run-job":              RunJob(cfg, goldenRun()),
-		"run-secret":           EventSecret(goldenRun()),
-		"cronjob-suspended":    CronJob(Config{Registry: "r", S3: S3Config{Bucket: "b"}, CronTimeZone: "Europe/Paris"}, driver.CronSpec{Workload: w, Trigger: "every-minute", Schedule: "* * * * *", Enabled: false}),
+		"run-secret":           RunSecret(goldenRun(), goldenSecretValues()),
+		"cronjob-suspended":    CronJob(Config{Registry: "r", S3: S3Config{Bucket: "b"}, CronTimeZone: "Europe/Paris"}, goldenCron()),
+		"cron-secret":          CronSecret(goldenCron(), goldenSecretValues()),
 	}
 }
 
@@ -236,6 +254,7 @@ func TestRunEventInSecret(t *testing.T) {
 	t.Parallel()
 	const marker = "card-4111-event-literal"
 	r := goldenRun()
+	r.Config.Secrets, r.Config.SecretFiles, r.Config.SecretVersions = nil, nil, nil // TestNamespaceSecrets's
 	r.Event = json.RawMessage(`{"card":"` + marker + `"}`)
 	job := decode[batchv1.Job](t, RunJob(builderConfig(), r))
 	data, _ := json.Marshal(job)
@@ -257,7 +276,7 @@ func TestRunEventInSecret(t *testing.T) {
 			t.Errorf("platform variable %s = %+v, want a literal", e.Name, e)
 		}
 	}
-	secret := decode[corev1.Secret](t, EventSecret(r))
+	secret := decode[corev1.Secret](t, RunSecret(r, driver.SecretValues{}))
 	if secret.Name != job.Name || secret.Namespace != job.Namespace || secret.Type != corev1.SecretTypeOpaque ||
 		secret.Immutable == nil || !*secret.Immutable || string(secret.Data[EventKey]) != string(r.Event) || len(secret.Data) != 1 {
 		t.Errorf("event secret = %+v, want an immutable Opaque Secret named after the Job with the event", secret)
@@ -269,7 +288,7 @@ func TestRunEventInSecret(t *testing.T) {
 		}
 	}
 	r.Event = nil
-	if got := decode[corev1.Secret](t, EventSecret(r)).Data[EventKey]; string(got) != "{}" {
+	if got := decode[corev1.Secret](t, RunSecret(r, driver.SecretValues{})).Data[EventKey]; string(got) != "{}" {
 		t.Errorf("the event of a run without one = %q, want {}", got)
 	}
 	cron := decode[batchv1.CronJob](t, goldenObjects(t)["cronjob-suspended"]).Spec.JobTemplate.Spec.Template.Spec.Containers[0]

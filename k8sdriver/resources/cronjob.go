@@ -29,7 +29,7 @@ func CronJob(cfg Config, c driver.CronSpec) *batchv1ac.CronJobApplyConfiguration
 		WithSuccessfulJobsHistoryLimit(3).
 		WithFailedJobsHistoryLimit(3).
 		WithJobTemplate(batchv1ac.JobTemplateSpec().WithLabels(l).
-			WithSpec(jobSpec(cfg, c.Workload, literalEnv(EventKey, string(event)), l).WithTTLSecondsAfterFinished(int32(cfg.FinishedJobTTL.Seconds()))))
+			WithSpec(jobSpec(cfg, c.Workload, literalEnv(EventKey, string(event)), CronSecretName(c), l).WithTTLSecondsAfterFinished(int32(cfg.FinishedJobTTL.Seconds()))))
 	if cfg.CronTimeZone != "" {
 		spec.WithTimeZone(cfg.CronTimeZone)
 	}

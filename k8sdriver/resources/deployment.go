@@ -23,7 +23,7 @@ func serverSelector(function string) map[string]string {
 func Deployment(d driver.Deployment) *appsv1ac.DeploymentApplyConfiguration {
 	w := d.Workload
 	l := objectLabels("server", w.Function, LabelVersion, strconv.Itoa(w.Version))
-	pod := functionPod(w, corev1.RestartPolicyAlways, platformEnv(w))
+	pod := functionPod(w, corev1.RestartPolicyAlways, platformEnv(w), ServerSecretName(w))
 	pod.Containers[0].
 		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(Port).WithProtocol(corev1.ProtocolTCP)).
 		WithReadinessProbe(corev1ac.Probe().

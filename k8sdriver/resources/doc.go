@@ -9,9 +9,12 @@
 //	kaniko.go      KanikoJob (the build Job in the build namespace), KanikoArgs
 //	deployment.go  Deployment and Service (HTTP serving), RetirePatch (the
 //	               pod Scale stops first)
-//	runjob.go      RunJob and EventSecret (one run), JobOwner
+//	runjob.go      RunJob and RunSecret (one run)
 //	cronjob.go     CronJob (one cron trigger)
 //	podspec.go     the function pod shared by the three above, EnvSecret
+//	secrets.go     how namespace secrets reach the pods: ServerSecret,
+//	               CronSecret, their names and cleanup selectors, owner
+//	               references (JobOwner, CronJobOwner, ServiceOwner)
 //	names.go       object names, labels, Port, HealthPath, ContainerName
 //	config.go      Config, its defaults (WithDefaults) and Validate
 //

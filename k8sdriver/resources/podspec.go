@@ -3,6 +3,7 @@ package resources
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -35,9 +36,10 @@ func objectLabels(component, function string, extra ...string) map[string]string
 
 // functionPod is the pod spec shared by servers, runs and cron runs: the
 // Pod Security "restricted" profile, no service account token, no service
-// links, a read-only root fs with a small /tmp.
-func functionPod(w driver.Workload, restart corev1.RestartPolicy, env []envVar) *corev1ac.PodSpecApplyConfiguration {
-	return corev1ac.PodSpec().
+// links, a read-only root fs with a small /tmp. The namespace secrets the
+// version uses come from the Secret named secret (see secrets.go).
+func functionPod(w driver.Workload, restart corev1.RestartPolicy, env []envVar, secret string) *corev1ac.PodSpecApplyConfiguration {
+	pod := corev1ac.PodSpec().
 		WithRestartPolicy(restart).
 		WithAutomountServiceAccountToken(false).
 		WithEnableServiceLinks(false).
@@ -50,7 +52,9 @@ func functionPod(w driver.Workload, restart corev1.RestartPolicy, env []envVar) 
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithVolumes(corev1ac.Volume().WithName("tmp").
 			WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse(tmpSize)))).
-		WithContainers(functionContainer(w, env))
+		WithContainers(functionContainer(w, sortEnv(append(env, versionSecretEnv(w, secret)...))))
+	withSecretFiles(pod, w, secret)
+	return pod
 }
 
 // functionContainer runs the version's image with the platform's variables
@@ -85,11 +89,12 @@ func memoryMB(c domain.FunctionConfig) int {
 	return domain.DefaultMemoryMB
 }
 
-// envVar is one variable the platform sets. A literal value never comes
-// from the user or holds a credential; what came from the user is read from
-// a Secret instead: with secret set, the value is the key name of the
-// Secret of that name (valueFrom.secretKeyRef) and value is unused.
-type envVar struct{ name, value, secret string }
+// envVar is one variable of a function container. A literal value never
+// comes from the user or holds a credential; what came from the user is
+// read from a Secret instead: with secret set, the value is that Secret's
+// key (valueFrom.secretKeyRef), the variable's own name when key is empty,
+// and value is unused.
+type envVar struct{ name, value, secret, key string }
 
 // literalEnv is a variable with a literal value.
 func literalEnv(name, value string) envVar { return envVar{name: name, value: value} }
@@ -99,19 +104,15 @@ func secretKeyEnv(name, secret string) envVar { return envVar{name: name, secret
 
 // platformEnv returns the variables of the wrapper contract, sorted by name.
 func platformEnv(w driver.Workload, extra ...envVar) []envVar {
-	env := append([]envVar{
+	return sortEnv(append([]envVar{
 		literalEnv(runtimes.EnvPort, strconv.Itoa(Port)),
 		literalEnv(runtimes.EnvEntrypoint, w.Config.Entrypoint),
-	}, extra...)
-	slices.SortFunc(env, func(a, b envVar) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
+	}, extra...))
+}
+
+// sortEnv sorts variables by name, in place, and returns them.
+func sortEnv(env []envVar) []envVar {
+	slices.SortFunc(env, func(a, b envVar) int { return strings.Compare(a.name, b.name) })
 	return env
 }
 
@@ -122,7 +123,11 @@ func envApply(env []envVar) []*corev1ac.EnvVarApplyConfiguration {
 	for _, e := range env {
 		v := corev1ac.EnvVar().WithName(e.name)
 		if e.secret != "" {
-			v.WithValueFrom(corev1ac.EnvVarSource().WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(e.secret).WithKey(e.name)))
+			key := e.key
+			if key == "" {
+				key = e.name
+			}
+			v.WithValueFrom(corev1ac.EnvVarSource().WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(e.secret).WithKey(key)))
 		} else {
 			v.WithValue(e.value)
 		}
