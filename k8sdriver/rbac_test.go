@@ -70,7 +70,14 @@ func TestControlPlaneRole(t *testing.T) {
 	}
 
 	e := setup(t, func(cfg *Config) { cfg.Endpoint = EndpointSlices }, cp)
-	w := e.mustBuild("guarded", 1, "rbac")
+	vault := &fakeVault{}
+	secretValuesOf(e.ns, vault)
+	e.d.UseSecrets(vault)
+	// With namespace secrets: their Secrets are applied, owned and
+	// deleted as the role allows.
+	w := withSecrets(e.mustBuild("guarded", 1, "rbac"), 1, 1, 1)
+	e.mustDeploy(w, 1)
+	e.mustDeploy(withSecrets(w, 2, 2, 1), 1)
 	e.mustDeploy(w, 1)
 	eps := e.mustScale(w, 2, nil)
 	e.mustScale(w, 1, eps[:1]) // marks the retired pod (patch)
