@@ -37,15 +37,17 @@ func asyncPath(escaped string) (string, bool) {
 // enqueue answers an asynchronous request to function k at path sub: 202
 // once the request and its delivery are committed (Config.Enqueue), 200 for
 // a repeat under its Idempotency-Key; nothing is recorded in the invocation
-// log until an attempt runs.
-func (p *Proxy) enqueue(w http.ResponseWriter, r *http.Request, k fnKey, sub string) {
+// log until an attempt runs. When spans are exported, the request is
+// queued with span's trace context in place of the caller's (its
+// deliveries link to it), and EnqueueAsync gets r's context, with the span.
+func (p *Proxy) enqueue(w http.ResponseWriter, r *http.Request, span *reqSpan, k fnKey, sub string) {
 	if p.cfg.Enqueue == nil {
-		p.reject(w, r, "async_off", domain.Errorf(domain.EUNAVAILABLE, "this server does not queue invocations"))
+		p.reject(w, r, span, "async_off", domain.Errorf(domain.EUNAVAILABLE, "this server does not queue invocations"))
 		return
 	}
 	req, key, err := invoke.ReadAsync(r, sub, p.cfg.MaxBodyBytes, false)
 	if err != nil {
-		p.reject(w, r, "bad_request", err)
+		p.reject(w, r, span, "bad_request", err)
 		return
 	}
 	if p.cfg.PlatformToken != nil {
@@ -53,13 +55,22 @@ func (p *Proxy) enqueue(w http.ResponseWriter, r *http.Request, k fnKey, sub str
 			delete(req.Headers, "Authorization") // as a synchronous call drops it
 		}
 	}
+	if span != nil {
+		span.into(r.Context(), req.Headers)
+	}
 	inv, created, err := p.cfg.Enqueue.EnqueueAsync(r.Context(), command.AsyncEnqueue{Namespace: k.ns, Function: k.name,
 		Request: req, IdempotencyKey: key, Checked: true})
 	if err != nil {
-		p.reject(w, r, "enqueue", err)
+		p.reject(w, r, span, "enqueue", err)
 		return
 	}
 	p.metrics.asyncEnqueued.Inc()
+	status := http.StatusOK
+	if created {
+		status = http.StatusAccepted
+	}
+	span.queued(inv.ID)
+	span.answered(status, "")
 	wire.WriteAccepted(w, inv.Namespace, inv.Function, inv.ID.String(), string(inv.State), created)
 }
 

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/tracing"
+	"github.com/slessio/sless/tracing/tracingtest"
 )
 
 // BenchmarkForward measures one proxied request inside the handler: the
@@ -30,11 +33,35 @@ func BenchmarkForward(b *testing.B) {
 	}
 }
 
+// BenchmarkForwardTraced is BenchmarkForward with spans exported (to an
+// OTLP receiver on loopback, every request sampled, a trace context from
+// the caller): the cost of tracing when it is on.
+//
+//	go test ./httpapi/proxy -run '^$' -bench ForwardTraced -benchmem
+func BenchmarkForwardTraced(b *testing.B) {
+	r := tracingtest.NewReceiver(b)
+	for k, v := range map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.Endpoint(), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "",
+		"OTEL_SDK_DISABLED": "", "OTEL_TRACES_EXPORTER": "", "OTEL_TRACES_SAMPLER": "always_on"} {
+		b.Setenv(k, v)
+	}
+	shutdown, err := tracing.Setup(context.Background(), "sless-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = shutdown(context.Background()) })
+	forward := forwardRig(b, setup(b, options{}), "traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		forward()
+	}
+}
+
 // forwardRig deploys function "fwd" of f on a constantUpstream and returns
 // one proxied request of it, as BenchmarkForward measures it: ServeHTTP on a
 // reused request and response writer (it fails tb on an answer other than
-// the constant).
-func forwardRig(tb testing.TB, f *fixture) func() {
+// the constant). header are pairs of request header and value.
+func forwardRig(tb testing.TB, f *fixture, header ...string) func() {
 	addr := constantUpstream(tb)
 	f.create("fwd", domain.FunctionSpec{Runtime: "python3.11", TimeoutSec: 30}, map[string]string{"handler.py": "x"}, true)
 	f.fn("fwd", func(fn *domain.Function) ([]domain.Event, error) {
@@ -43,6 +70,9 @@ func forwardRig(tb testing.TB, f *fixture) func() {
 	f.rollout("fwd", "http://"+addr)
 	req := httptest.NewRequest(http.MethodGet, "/fn/"+f.ns+"/fwd/", nil)
 	req.RemoteAddr = "127.0.0.1:40000"
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	w := &discardWriter{h: http.Header{}}
 	return func() {
 		clear(w.h)

@@ -126,6 +126,25 @@
 // proxy's back) wakes the function and retries the request once — nothing
 // had been sent. DriverScaler implements Scaler with a driver.Driver.
 //
+// # Tracing
+//
+// When spans are exported (tracing.Enabled; tracing.go), each /fn request
+// is a server span "<METHOD> /fn/:ns/:fn" ("/async-fn/:ns/:fn" for the
+// path that queues), the child of the caller's traceparent, and Invoke and
+// ServeInvoke are a client span "proxy.invoke" under their caller's
+// (the delivery job's, the API request's):
+//
+//	GET /fn/:ns/:fn  or  proxy.invoke     namespace, function, version, invocation id, status; an error on 5xx
+//	  └ cold start                        the wait for the function's start, when the request had one
+//
+// The function gets that span's trace context (the global propagator's
+// headers: traceparent, tracestate, baggage) in place of the caller's, so
+// its own spans are its children; the runtimes pass it on in
+// event._headers. An asynchronous request is queued with its enqueue
+// span's trace context in its headers, and each delivery's span links to
+// it. With export off nothing of this runs: the caller's trace headers
+// reach the function as they came, like any other header.
+//
 // # Invocation log and metrics
 //
 // Every request to a known function becomes a store.Invocation handed to

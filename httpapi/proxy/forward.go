@@ -20,6 +20,7 @@ import (
 	"github.com/slessio/sless/httpapi/wire"
 	"github.com/slessio/sless/invoke"
 	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/tracing"
 )
 
 // Headers the proxy reads or sets.
@@ -82,6 +83,8 @@ type call struct {
 	asyncID uuid.UUID
 	attempt int
 	errOut  *string
+	// span is the request's span, nil unless spans are exported.
+	span *reqSpan
 
 	// During the exchange: the connection, the client's context, and the
 	// end of watching it (nil while not watched; see await).
@@ -117,14 +120,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	path, async := asyncPath(r.URL.EscapedPath())
+	var span *reqSpan // nil unless spans are exported: then the only cost is the check
+	if tracing.Enabled() {
+		route := routeFn
+		if async {
+			route = routeAsync
+		}
+		r, span = startServerSpan(r, route)
+		defer span.end() // after finish, which notes the status
+	}
 	k, sub, err := splitPath(path)
 	if err != nil {
-		p.reject(w, r, "bad_request", err)
+		p.reject(w, r, span, "bad_request", err)
 		return
 	}
+	span.function(k)
 	if !async {
 		if async, err = invoke.IsAsync(r.Header); err != nil {
-			p.reject(w, r, "bad_request", err)
+			p.reject(w, r, span, "bad_request", err)
 			return
 		}
 	}
@@ -134,19 +147,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cfg = e.cfg.Load()
 	}
 	if cfg == nil || cfg.HTTPTriggers == 0 {
-		p.reject(w, r, "not_found",
+		p.reject(w, r, span, "not_found",
 			domain.Errorf(domain.ENOTFOUND, "no function %q with an http trigger in namespace %q", k.name, k.ns))
 		return
 	}
 	if async {
 		if !cfg.HTTPEnabled {
-			p.reject(w, r, "disabled", domain.Errorf(domain.EUNAVAILABLE, "the http trigger of function %q is disabled", k.name))
+			p.reject(w, r, span, "disabled", domain.Errorf(domain.EUNAVAILABLE, "the http trigger of function %q is disabled", k.name))
 			return
 		}
-		p.enqueue(w, r, k, sub)
+		p.enqueue(w, r, span, k, sub)
 		return
 	}
 	c, rec := p.newCall(w, e, cfg, sub, start)
+	c.span = span
 	defer p.finish(rec, r, c, cfg, start)
 
 	switch {
@@ -221,8 +235,15 @@ func (p *Proxy) send(rec *recorder, r *http.Request, c *call, cfg *routeCfg) {
 	if timeout <= 0 {
 		timeout = time.Duration(domain.DefaultTimeoutSec) * time.Second
 	}
+	var began time.Time
+	if c.span != nil {
+		began = time.Now()
+	}
 	in, cold, err := p.acquire(ctx, e, min(timeout, p.cfg.WakeTimeout))
 	c.cold = cold
+	if cold {
+		c.span.coldStart(ctx, began, err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			c.status, c.errText = statusClientGone, "the client went away during the cold start"
@@ -313,6 +334,9 @@ func (p *Proxy) finish(rec *recorder, r *http.Request, c *call, cfg *routeCfg, s
 	}
 	p.metrics.observe(c.e.m, c.kind, status, c.reason, d)
 	p.record(inv)
+	if c.span != nil {
+		c.span.recorded(c, cfg.ActiveVersion, status)
+	}
 	*c = call{}
 	calls.Put(c)
 	if aborted != nil {
@@ -444,10 +468,11 @@ func (p *Proxy) fail(w http.ResponseWriter, c *call, reason string, err error) {
 	c.status, c.errText = writeError(w, answer), recordText(err)
 }
 
-// reject answers a request that concerns no known function; nothing is recorded.
-func (p *Proxy) reject(w http.ResponseWriter, r *http.Request, reason string, err error) {
+// reject answers a request that concerns no known function; nothing is
+// recorded but the status on its span (nil: none).
+func (p *Proxy) reject(w http.ResponseWriter, r *http.Request, span *reqSpan, reason string, err error) {
 	p.metrics.proxyErrors.WithLabelValues(reason).Inc()
-	writeError(w, err)
+	span.answered(writeError(w, err), reason)
 }
 
 // writeError writes the API's error shape, {"error": {"code", "message"}},

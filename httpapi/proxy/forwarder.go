@@ -106,8 +106,15 @@ func (p *Proxy) refused(ctx context.Context, err error) bool {
 // connection, and points c at the new endpoint.
 func (p *Proxy) rewakeFor(ctx context.Context, c *call) bool {
 	p.log.Info("function endpoint refused a connection; starting it again", "function", c.e.key.String(), "endpoint", c.target.Host)
-	in, err := p.rewake(ctx, c.e, c.inst)
+	var began time.Time
+	if c.span != nil {
+		began = time.Now()
+	}
+	in, cold, err := p.rewake(ctx, c.e, c.inst)
 	c.inst = in // nil: the count on the failed one ended in rewake
+	if cold {
+		c.span.coldStart(ctx, began, err)
+	}
 	if err != nil {
 		return false
 	}
@@ -211,8 +218,9 @@ func (p *Proxy) writeHead(bw *bufio.Writer, r *http.Request, c *call) {
 	}
 	bw.WriteString("\r\n")
 	connection := r.Header["Connection"]
+	traced := c.span != nil
 	for k, vs := range r.Header {
-		if !passRequestHeader(k) || listed(connection, k) {
+		if !passRequestHeader(k) || listed(connection, k) || traced && c.span.replaces(k) {
 			continue
 		}
 		if c.owner && (k == "Authorization" || k == "Cookie") {
@@ -231,6 +239,9 @@ func (p *Proxy) writeHead(bw *bufio.Writer, r *http.Request, c *call) {
 	if up := r.Header.Get("Upgrade"); up != "" && httpguts.HeaderValuesContainsToken(connection, "upgrade") {
 		bw.WriteString("Connection: Upgrade\r\n")
 		writeHeader(bw, "Upgrade", up)
+	}
+	if traced { // the proxy span's trace context, in place of the caller's
+		c.span.writeTo(r.Context(), bw)
 	}
 	p.writeForwarded(bw, r)
 	writeHeader(bw, PrefixHeader, c.prefix)

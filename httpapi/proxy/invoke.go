@@ -7,6 +7,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/store"
+	"github.com/slessio/sless/tracing"
 )
 
 // ServeInvoke calls a function for its authenticated owner — the API's POST
@@ -55,8 +56,14 @@ func (p *Proxy) invokeAt(w http.ResponseWriter, r *http.Request, namespace, func
 	if cfg == nil {
 		return domain.Errorf(domain.ENOTFOUND, "function %q not found", function)
 	}
+	var span *reqSpan
+	if tracing.Enabled() {
+		r, span = startInvokeSpan(r, k)
+		defer span.end() // after finish, which notes the status
+	}
 	c, rec := p.newCall(w, e, cfg, path, start)
 	setup(c)
+	c.span = span
 	defer p.finish(rec, r, c, cfg, start)
 	if cfg.ActiveVersion == 0 {
 		p.refuse(rec, r, c, "not_built", notBuilt(cfg))

@@ -247,16 +247,15 @@ func wakeError(function string, err error) error {
 // (unless another request did so already) and, when none is left, the
 // function is marked asleep; the caller waits for another instance or a
 // wake like a cold start. The request stays counted in flight; its count
-// on the failed instance ends here.
-func (p *Proxy) rewake(ctx context.Context, e *entry, failed *inst) (*inst, error) {
+// on the failed instance ends here. cold says whether it waited for a start.
+func (p *Proxy) rewake(ctx context.Context, e *entry, failed *inst) (in *inst, cold bool, err error) {
 	e.mu.Lock()
 	failed.busy--
 	if e.state == awake {
 		e.dropInstance(failed.url.Host)
 	}
 	e.mu.Unlock()
-	in, _, err := p.await(ctx, e, p.cfg.WakeTimeout)
-	return in, err
+	return p.await(ctx, e, p.cfg.WakeTimeout)
 }
 
 // sleepIfIdle stops e when it is awake, has nothing in flight and was idle
