@@ -52,7 +52,7 @@ func (c *Commands) EnqueueAsync(ctx context.Context, in AsyncEnqueue) (store.Asy
 	now := c.now()
 	inv := store.AsyncInvocation{ID: store.NewInvocationID(now), Namespace: in.Namespace, Function: in.Function,
 		IdempotencyKey: in.IdempotencyKey, Request: in.Request, EnqueuedAt: now}
-	return c.cfg.Store.EnqueueAsync(ctx, inv, requestHash(in.Request), deliver(in.Namespace, in.Function, inv.ID, now))
+	return c.cfg.Store.EnqueueAsync(ctx, inv, requestHash(in.Request), tracedJob(ctx, deliver(in.Namespace, in.Function, inv.ID, now)))
 }
 
 // requestHash identifies a request for its Idempotency-Key: method, path,
@@ -110,7 +110,7 @@ func (c *Commands) RetryDeadLetter(ctx context.Context, meta store.Metadata, in 
 		if err := changeFunction(ctx, tx, f, func() ([]domain.Event, error) { return f.RetryDeadLetter(id.String(), now) }); err != nil {
 			return err
 		}
-		return c.cfg.Store.RequeueDeadLetterTx(ctx, tx.Tx, in.Namespace, in.Name, id, deliver(in.Namespace, in.Name, id, now), now)
+		return c.cfg.Store.RequeueDeadLetterTx(ctx, tx.Tx, in.Namespace, in.Name, id, tracedJob(ctx, deliver(in.Namespace, in.Name, id, now)), now)
 	})
 	return err
 }

@@ -89,18 +89,23 @@ func decideAppend(ctx context.Context, tx *store.Tx, stream string, agg store.Ag
 // the job's args when the insert's options leave them empty.
 func traced(ctx context.Context, jobs []river.InsertManyParams) []river.InsertManyParams {
 	for i := range jobs {
-		var opts river.InsertOpts
-		if jobs[i].InsertOpts != nil {
-			opts = *jobs[i].InsertOpts
-		}
-		md, ok := tracing.JobMetadata(ctx, opts.Metadata)
-		if !ok {
-			continue
-		}
-		opts.Metadata = md
-		jobs[i].InsertOpts = &opts
+		jobs[i] = tracedJob(ctx, jobs[i])
 	}
 	return jobs
+}
+
+// tracedJob is job with the trace context of ctx in its metadata, if ctx
+// has one.
+func tracedJob(ctx context.Context, job river.InsertManyParams) river.InsertManyParams {
+	var opts river.InsertOpts
+	if job.InsertOpts != nil {
+		opts = *job.InsertOpts
+	}
+	if md, ok := tracing.JobMetadata(ctx, opts.Metadata); ok {
+		opts.Metadata = md
+		job.InsertOpts = &opts
+	}
+	return job
 }
 
 // run executes one command in a transaction of its own (store.Execute, which
