@@ -280,7 +280,7 @@ def handle(event):
 		t.Logf("%s: file mode %s, gid %d, read as uid %d", what, a.Mode, a.GID, a.UID)
 		if a.DB != "postgres://app:pw-two-77d0@db/app" || a.Key != "-----BEGIN KEY-----\nkey-3f9a\n-----END KEY-----\n" ||
 			len(a.Files) != 1 || a.Files[0] != "tls-key" {
-			t.Errorf("%s: the function read %+v, want DB_URL's version 2 and the tls-key file only", what, a)
+			t.Errorf("%s: the function read %+v, want DB_URL's version 2 and the tls-key file only\n%s", what, a, c.Describe(context.Background(), w.Namespace))
 		}
 		// 0400 in the spec; the kubelet gives the file to the pod's
 		// fsGroup and adds group read: 0440, the function's group.
@@ -305,7 +305,7 @@ def handle(event):
 	resp.Body.Close()
 	var a answer
 	if err := json.Unmarshal(body, &a); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s %q", ep, resp.Status, body)
+		t.Fatalf("GET %s: %s %q\n%s", ep, resp.Status, body, c.Describe(context.Background(), w.Namespace))
 	}
 	check("HTTP", a)
 
