@@ -22,10 +22,12 @@ const DevKeyFile = "secrets.key"
 const maxKeyFile = 1 << 20
 
 // KeyringFromEnv returns the keyring configured by SLESS_SECRETS_KEY, read
-// with getenv. Its value is the key itself when it is standard base64 (with
-// padding) of exactly 32 bytes, and the path of a key file (see
-// LoadKeyringFile) otherwise; an inline key cannot be rotated online, a
-// file can. Unset, it uses devDir/secrets.key, creating it (mode 0600, a
+// with getenv. Its value is the keys themselves when it is standard base64
+// (with padding) of exactly 32 bytes, or several such separated by commas
+// (the current key first, as in a key file: how a server given its keys by
+// a Kubernetes Secret goes through a rotation, see RotateKEK), and the path
+// of a key file (see LoadKeyringFile) otherwise. A file is followed, so
+// RotateKeyFile rotates it online; inline keys change with a restart. Unset, it uses devDir/secrets.key, creating it (mode 0600, a
 // key from crypto/rand) on first use, as `sless dev` does with its data
 // dir; unset with devDir "", it returns ErrNoKey. No error quotes the
 // variable's value, in case it was a key mistyped.
@@ -33,8 +35,8 @@ func KeyringFromEnv(getenv func(string) string, devDir string) (*Keyring, error)
 	v := strings.TrimSpace(getenv(EnvKey))
 	switch {
 	case v != "":
-		if key, ok := inlineKey(v); ok {
-			return newKeyring("", [][]byte{key})
+		if keys, ok := inlineKeys(v); ok {
+			return newKeyring("", keys)
 		}
 		if _, err := os.Stat(v); err != nil {
 			return nil, fmt.Errorf("secrets: %s is neither a key (base64 of 32 bytes) nor the path of a key file that can be read", EnvKey)
@@ -49,6 +51,20 @@ func KeyringFromEnv(getenv func(string) string, devDir string) (*Keyring, error)
 	default:
 		return nil, ErrNoKey
 	}
+}
+
+// inlineKeys returns the keys of a comma-separated list of keys, and
+// whether v is one.
+func inlineKeys(v string) ([][]byte, bool) {
+	var keys [][]byte
+	for part := range strings.SplitSeq(v, ",") {
+		key, ok := inlineKey(strings.TrimSpace(part))
+		if !ok {
+			return nil, false
+		}
+		keys = append(keys, key)
+	}
+	return keys, true
 }
 
 func inlineKey(v string) ([]byte, bool) {

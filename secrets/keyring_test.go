@@ -118,8 +118,17 @@ func TestKeyringFromEnv(t *testing.T) {
 		t.Fatalf("inline key: %v, %v", inline, err)
 	}
 
-	path := filepath.Join(t.TempDir(), "kek")
 	older := newKeyLine()
+	// Several inline keys, the current one first: a rotation by restarts.
+	both, err := secrets.KeyringFromEnv(env(line+", "+older), "")
+	if err != nil || strings.Join(both.IDs(), ",") != fingerprint(t, line)+","+fingerprint(t, older) {
+		t.Fatalf("inline keys: %v, %v", both, err)
+	}
+	if _, err := secrets.KeyringFromEnv(env(line+",not-a-key"), ""); err == nil || strings.Contains(err.Error(), line) {
+		t.Fatalf("inline keys with a bad one: %v", err)
+	}
+
+	path := filepath.Join(t.TempDir(), "kek")
 	if err := os.WriteFile(path, []byte(line+"\n"+older+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ of the platform comes from flags and the environment (see README.md,
 		{"serve", "Run the control plane (API, workers, proxy) against DATABASE_URL and S3_ENDPOINT", "DATABASE_URL=postgres://... S3_ENDPOINT=... SLESS_JWT_SECRET=... sless serve", runServe, true},
 		{"migrate", "Apply or show database migrations (up | status)", "sless migrate up", runMigrate, false},
 		{"projections", "Truncate the read models and replay every event (rebuild)", "sless projections rebuild", runProjections, false},
-		{"secrets", "Rotate the key-encryption key of secrets online (rotate-kek)", "SLESS_SECRETS_KEY=/etc/sless/secrets.key sless secrets rotate-kek", runSecrets, false},
+		{"secrets", "Rotate the key-encryption key of secrets (rotate-kek: a key file, online; rewrap: inline keys)", "SLESS_SECRETS_KEY=/etc/sless/secrets.key sless secrets rotate-kek", runSecrets, false},
 		{"token", "Print a token signed with the dev key (or SLESS_JWT_SECRET)", "sless token --sub alice --ttl 24h", runToken, false},
 	} {
 		root.AddCommand(&cobra.Command{

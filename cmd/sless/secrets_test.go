@@ -19,9 +19,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slessio/sless/httpapi/client"
 	"github.com/slessio/sless/internal/testutil"
+	"github.com/slessio/sless/secrets"
+	"github.com/slessio/sless/store/pgtest"
 )
 
 // secretHandler answers the SHA-256 of its secret as env var and as file,
@@ -331,4 +334,59 @@ func (a *apiCaller) must(method, path string, body any, want int, out any) {
 			a.t.Fatalf("%s %s: %v in %s", method, path, err, got)
 		}
 	}
+}
+
+// TestRewrapInlineKeys is the middle step of a rotation by restarts (keys
+// inline, as a Kubernetes Secret gives them): with SLESS_SECRETS_KEY=NEW,OLD,
+// `sless secrets rewrap` re-wraps the data keys wrapped by OLD under NEW, so
+// that servers restarted with NEW alone open every value.
+func TestRewrapInlineKeys(t *testing.T) {
+	oldKey, newKey := newKeyLine(t), newKeyLine(t)
+	dbURL := pgtest.NewDBURL(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	vault := func(keys string) *secrets.Vault {
+		t.Helper()
+		k, err := secrets.ParseKeyring([]byte(keys))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return secrets.NewVault(pool, k)
+	}
+	value := marker(t)
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		return vault(oldKey).Seal(ctx, tx, "sless-0123456789abcdef", "db", 1, []byte(value))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vault(newKey).Open(ctx, "sless-0123456789abcdef", "db", 1); err == nil {
+		t.Fatal("the new key opens a value before the rewrap")
+	}
+
+	t.Setenv(secrets.EnvKey, newKey+","+oldKey)
+	var out, errs bytes.Buffer
+	if err := run(ctx, []string{"secrets", "rewrap", "--database-url", dbURL}, &out, &errs); err != nil {
+		t.Fatalf("rewrap: %v\n%s", err, errs.String())
+	}
+	if !strings.Contains(out.String(), "1 namespace data key(s) re-wrapped") || strings.Contains(out.String(), newKey) {
+		t.Errorf("rewrap said %q", out.String())
+	}
+	if got, err := vault(newKey).Open(ctx, "sless-0123456789abcdef", "db", 1); err != nil || string(got) != value {
+		t.Fatalf("after the rewrap the new key alone opens %q, %v", got, err)
+	}
+}
+
+// newKeyLine is a new key as a key file's line holds it.
+func newKeyLine(t *testing.T) string {
+	t.Helper()
+	key := make([]byte, secrets.KeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(key)
 }
