@@ -128,7 +128,7 @@ func (c *Commands) DeleteSecret(ctx context.Context, meta store.Metadata, in Ref
 			return err
 		}
 		if len(users) > 0 {
-			return domain.Errorf(domain.ECONFLICT, "secret %q is used by %s; remove it from their secrets and secret_files first", in.Name, functionList(users))
+			return domain.Errorf(domain.ECONFLICT, "secret %q is in use by %s; remove it from secrets and secret_files first", in.Name, functionList(users))
 		}
 		if _, err := change(ctx, tx, stream, s, func() ([]domain.Event, error) { return s.Delete(now) }, nil); err != nil {
 			return err
