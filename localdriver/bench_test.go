@@ -37,8 +37,9 @@ var benchSamples = map[string]struct {
 // and code load, health check), coldStarts times per case, reported as
 // p50-ms and p99-ms; in the bubblewrap sandbox, there with a warm pool of
 // two processes per runtime (full before each start, as it is when cold
-// starts are not back to back), as a plain process (none), and, in the same
-// run, the bare interpreter: python3 -c pass, node -e 0.
+// starts are not back to back), there with secrets (Python), as a plain
+// process (none), and, in the same run, the bare interpreter: python3 -c
+// pass, node -e 0.
 //
 //	go test ./localdriver -run '^$' -bench ColdStart -v
 func BenchmarkColdStart(b *testing.B) {
@@ -58,10 +59,16 @@ const coldStarts = 30
 // poolMode is the last element of a benchmark case run with a warm pool.
 const poolMode = string(sandbox.ModeBubblewrap) + "-pool"
 
+// secretsMode is the last element of a benchmark case whose function uses
+// a secret as a variable and another as a file (in the sandbox, which a
+// file needs, without the pool, which a file skips): what delivering them
+// adds to a cold start.
+const secretsMode = string(sandbox.ModeBubblewrap) + "-secrets"
+
 // coldCases are benchCases, a warm-pool case for each runtime that has a
-// pool mode, and the bare interpreters.
+// pool mode, the bare interpreters, and Python with secrets.
 func coldCases() []string {
-	cases := benchCases()
+	cases := append(benchCases(), "python/"+secretsMode)
 	for _, rt := range []string{"python", "nodejs"} {
 		cases = append(cases, rt+"/"+poolMode, rt+"/bare")
 	}
@@ -97,7 +104,12 @@ func coldSamples(b *testing.B, name string) []time.Duration {
 func deployStarts(b *testing.B, name string) []time.Duration {
 	e := benchEnv(b)
 	s := benchSamples[path.Dir(name)]
-	w := e.mustBuild(b, ns, "cold-"+path.Dir(name), 1, s.cfg, s.files)
+	cfg := s.cfg
+	if path.Base(name) == secretsMode {
+		cfg = secretsConfig(true) // the in-memory vault: the driver's delivery is measured, not the database
+		e.d.UseSecrets(newTestVault(map[string]string{"tok": "a-token", "cert": strings.Repeat("c", 2048)}))
+	}
+	w := e.mustBuild(b, ns, "cold-"+path.Dir(name), 1, cfg, s.files)
 	ctx := context.Background()
 	client := testutil.EndpointClient(30*time.Second, false)
 	var times []time.Duration
