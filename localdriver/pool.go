@@ -338,6 +338,10 @@ func ServesNoFunction(source string) bool {
 	return false
 }
 
+// poolReadyWait bounds the wait of specialize for a pooled process that is
+// still starting; past it the instance starts as without a pool.
+const poolReadyWait = 10 * time.Second
+
 // take removes an idle process of runtime rt from the pool and returns it,
 // nil when there is none that serves a function with the environment env
 // (runtimes.Description.PoolServes), when version directory dir is too
@@ -403,6 +407,16 @@ func (p *warmPool) specialize(in *instance, pp *pooled, dir string, rs runtimes.
 	fail := func(err error) (*proc, error) {
 		pp.proc.kill()
 		return nil, err
+	}
+	// take prefers a ready process but takes one still starting when no
+	// other is: its sandbox binds its folder as it starts, so the folder is
+	// not renamed before the wrapper says it waits.
+	select {
+	case <-pp.ready:
+	case <-pp.proc.done:
+		return fail(errors.New("the pooled process ended before it was ready"))
+	case <-time.After(poolReadyWait):
+		return fail(errors.New("the pooled process was not ready in time"))
 	}
 	uid, gid, err := pp.cmd.Assign(in.key.ns, uint64(in.memoryMB)<<20, uint64(in.memoryMB+memoryAllowanceMB)<<20)
 	if err != nil {
