@@ -13,13 +13,9 @@ import (
 
 // newFunction renders f as the API shows it.
 func newFunction(f domain.Function) wire.Function {
-	env := f.Config.EnvVars
-	if env == nil {
-		env = map[string]string{}
-	}
 	return wire.Function{
 		Namespace: f.Namespace, Name: f.Name, Runtime: string(f.Config.Runtime), Entrypoint: f.Config.Entrypoint,
-		MemoryMB: f.Config.MemoryMB, TimeoutSec: f.Config.TimeoutSec, EnvVars: env, MaxConcurrency: f.Config.MaxConcurrency,
+		MemoryMB: f.Config.MemoryMB, TimeoutSec: f.Config.TimeoutSec, EnvVars: orEmptyMap(f.Config.EnvVars), MaxConcurrency: f.Config.MaxConcurrency,
 		RetrySafe: f.Config.RetrySafe, Phase: f.Phase, Message: f.Message, LastBuildFailure: buildFailure(f.LastBuildFailure),
 		ActiveVersion: f.ActiveVersion, ServingVersion: f.ServingVersion, Async: newAsyncConfig(f.Config.AsyncPolicy()),
 		MinInstances: f.Config.Scale.MinInstances, MaxInstances: f.Config.Scale.MaxInstances, Concurrency: f.Config.Scale.Concurrency,

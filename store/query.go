@@ -34,12 +34,11 @@ func scanFunction(row pgx.CollectableRow) (domain.Function, error) {
 	if len(f.Config.SecretFiles) == 0 {
 		f.Config.SecretFiles = nil
 	}
-	for col, dst := range map[*[]byte]any{&secrets: &f.Config.Secrets, &secretVersions: &f.Config.SecretVersions} {
-		if *col != nil {
-			if err := json.Unmarshal(*col, dst); err != nil {
-				return f, err
-			}
-		}
+	if err := unmarshalIfSet(secrets, &f.Config.Secrets); err != nil {
+		return f, err
+	}
+	if err := unmarshalIfSet(secretVersions, &f.Config.SecretVersions); err != nil {
+		return f, err
 	}
 	f.Exists = true
 	if built != nil {
@@ -53,6 +52,14 @@ func scanFunction(row pgx.CollectableRow) (domain.Function, error) {
 		}
 	}
 	return f, json.Unmarshal(env, &f.Config.EnvVars)
+}
+
+// unmarshalIfSet decodes a nullable jsonb column into dst; NULL leaves it.
+func unmarshalIfSet(col []byte, dst any) error {
+	if col == nil {
+		return nil
+	}
+	return json.Unmarshal(col, dst)
 }
 
 // GetFunction returns the read model of one function (without its versions).
