@@ -287,3 +287,46 @@ func TestParseAllow(t *testing.T) {
 		}
 	}
 }
+
+// TestALinkLeavesTheHostsMountsAlone: slirp4netns's own sandbox (a mount
+// namespace whose old root it detaches) must not unmount what is mounted
+// below a shared mount of the host — a kubelet's root folder is one
+// (rshared), and its secret volumes (tmpfs) vanished from running pods
+// while sandboxes started beside it.
+func TestALinkLeavesTheHostsMountsAlone(t *testing.T) {
+	needLab(t)
+	n, err := egress.New(egress.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := t.TempDir()
+	volume := shared + "/volume"
+	if err := os.Mkdir(volume, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustMount := func(src, target, fstype string, flags uintptr) {
+		t.Helper()
+		if err := syscall.Mount(src, target, fstype, flags, ""); err != nil {
+			t.Fatalf("mount %s on %s: %v", src, target, err)
+		}
+	}
+	mustMount(shared, shared, "", syscall.MS_BIND)
+	t.Cleanup(func() { _ = syscall.Unmount(shared, syscall.MNT_DETACH) })
+	mustMount("", shared, "", syscall.MS_SHARED|syscall.MS_REC)
+	mustMount("tmpfs", volume, "tmpfs", 0)
+	t.Cleanup(func() { _ = syscall.Unmount(volume, syscall.MNT_DETACH) })
+	if err := os.WriteFile(volume+"/key", []byte("k"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	pid, run := startProbe(t)
+	link, err := n.Attach(pid, n.Functions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run()
+	link.Close()
+	if _, err := os.Stat(volume + "/key"); err != nil {
+		t.Fatalf("a file on a tmpfs below a shared mount after a link came and went: %v (the tmpfs was unmounted)", err)
+	}
+}

@@ -33,7 +33,12 @@ func inNamespace(ns int, f func() error) error {
 }
 
 // slirpAttr starts slirp4netns in a process group of its own that dies with
-// the platform.
+// the platform, in a mount namespace of its own whose mounts are all
+// private (Go's unshare makes / MS_REC|MS_PRIVATE). slirp4netns's sandbox
+// makes only / private in the namespace it creates, then detaches the old
+// root: below a shared mount of the host (a kubelet's root folder is one)
+// that detach would propagate, and unmount the host's own mounts there —
+// a pod's secret volume, say.
 func slirpAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Unshareflags: syscall.CLONE_NEWNS}
 }
