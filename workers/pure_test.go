@@ -1,8 +1,12 @@
 package workers
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -85,5 +89,28 @@ func TestBuildErrorMessage(t *testing.T) {
 	}
 	if got := buildErrorMessage(domain.Errorf(domain.EUNAVAILABLE, "code store unreachable")); got != "code store unreachable" {
 		t.Errorf("buildErrorMessage(domain error) = %q", got)
+	}
+}
+
+// TestRiversCancelledErrorsAreWarnings: River's errors that only say its
+// context was cancelled (the stop's) reach the platform's log as WARN;
+// every other error stays an ERROR, and nothing below WARN passes.
+func TestRiversCancelledErrorsAreWarnings(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	log := slog.New(minLevel{slog.NewTextHandler(&out, nil), slog.LevelWarn})
+	log.Error("Failed to send job insert notification", "err", "notify: context canceled")
+	log.Error("notifier: listen", slog.Any("error", fmt.Errorf("wait: %w", context.Canceled)))
+	log.Error("Failed to send job insert notification", "err", "connection refused")
+	log.Info("started")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{"level=WARN", "level=WARN", "level=ERROR"}
+	if len(lines) != len(want) {
+		t.Fatalf("logged %d lines, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d = %q, want %s", i, lines[i], w)
+		}
 	}
 }

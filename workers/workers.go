@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -453,6 +454,35 @@ type minLevel struct {
 
 func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+// Handle lowers to WARN an error of River's that says only that its
+// context was cancelled — the stop's: a notification after an insert cut
+// short by the stop is no failure, and a stop by the user logs no ERROR.
+func (m minLevel) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError && cancelledByStop(r) {
+		r.Level = slog.LevelWarn
+	}
+	return m.Handler.Handle(ctx, r)
+}
+
+// cancelledByStop reports whether r's error attribute is a cancelled
+// context (River gives it as an error or as its text).
+func cancelledByStop(r slog.Record) bool {
+	cancelled := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "err" && a.Key != "error" {
+			return true
+		}
+		switch v := a.Value.Any().(type) {
+		case error:
+			cancelled = errors.Is(v, context.Canceled)
+		case string:
+			cancelled = strings.HasSuffix(v, context.Canceled.Error())
+		}
+		return !cancelled
+	})
+	return cancelled
 }
 
 func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
