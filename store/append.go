@@ -135,12 +135,14 @@ func scanAppended(rows pgx.Rows, streamID string, expectedVersion int64, meta Me
 // appendProjected stores events of a command (decoded: des) and projects
 // them with state, the aggregate folded through them, in one round trip:
 // the projection's statements follow the insert in a batch, and a conflict
-// (which makes the caller roll back) discards what they wrote.
+// (which makes the caller roll back) discards what they wrote. It returns
+// the stored events and the functions whose route may have changed, for
+// the caller to announce once committed.
 func (s *Store) appendProjected(ctx context.Context, tx pgx.Tx, streamID string, expectedVersion int64, events []NewEvent,
-	des []domain.Event, meta Metadata, state Aggregate) ([]Event, error) {
+	des []domain.Event, meta Metadata, state Aggregate) ([]Event, []string, error) {
 	args, err := appendArgs(streamID, expectedVersion, events, meta)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	planned := make([]Event, len(events)) // what queueProjection needs, known before the insert
 	for i, e := range events {
@@ -149,23 +151,24 @@ func (s *Store) appendProjected(ctx context.Context, tx pgx.Tx, streamID string,
 	}
 	b := &pgx.Batch{}
 	b.Queue(appendSQL, args...)
-	if err := queueProjection(b, planned, des, state); err != nil {
-		return nil, err
+	routes, err := queueProjection(b, planned, des, state)
+	if err != nil {
+		return nil, nil, err
 	}
 	br := tx.SendBatch(ctx, b)
 	rows, _ := br.Query()
 	stored, err := scanAppended(rows, streamID, expectedVersion, meta)
 	if err != nil {
 		br.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("project %d event(s) of %s: %w", len(events), streamID, err)
+		return nil, nil, fmt.Errorf("project %d event(s) of %s: %w", len(events), streamID, err)
 	}
 	if len(stored) == 0 {
-		return nil, s.versionConflict(ctx, tx, streamID, expectedVersion)
+		return nil, nil, s.versionConflict(ctx, tx, streamID, expectedVersion)
 	}
-	return stored, nil
+	return stored, routes, nil
 }
 
 // project runs the projector, if any, on events just inserted into one

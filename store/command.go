@@ -24,6 +24,7 @@ type Tx struct {
 	meta     Metadata
 	versions map[string]int64
 	appended []Event
+	routes   []string // announced once committed
 }
 
 // errRaced marks a version conflict found by Tx.Append: the command lost a race
@@ -52,6 +53,7 @@ func (s *Store) Execute(ctx context.Context, meta Metadata, fn func(tx *Tx) erro
 			return fn(t)
 		})
 		if txErr == nil {
+			s.announceRoutes(t.routes)
 			return t.appended, nil
 		}
 		// A connection broken before the COMMIT (a restarted server, a
@@ -145,12 +147,13 @@ func (t *Tx) Append(ctx context.Context, streamID string, agg Aggregate, events 
 			batch[i] = NewEvent{Type: e.EventType(), Data: e}
 		}
 		var stored []Event
+		var routes []string
 		var err error
 		if t.s.fused { // fold first: the projection goes out with the insert
 			for _, e := range events {
 				agg.Apply(e)
 			}
-			stored, err = t.s.appendProjected(ctx, t.Tx, streamID, expected, batch, events, t.meta, agg)
+			stored, routes, err = t.s.appendProjected(ctx, t.Tx, streamID, expected, batch, events, t.meta, agg)
 		} else {
 			stored, err = t.s.insertEvents(ctx, t.Tx, streamID, expected, batch, t.meta)
 			if err == nil {
@@ -168,6 +171,7 @@ func (t *Tx) Append(ctx context.Context, streamID string, agg Aggregate, events 
 		}
 		t.versions[streamID] = expected + int64(len(events))
 		t.appended = append(t.appended, stored...)
+		t.routes = append(t.routes, routes...)
 	}
 	if len(jobs) > 0 {
 		if _, err := t.s.InsertJobsTx(ctx, t.Tx, jobs); err != nil {

@@ -37,9 +37,11 @@
 //
 // # Routes
 //
-// The projections announce on the PostgreSQL channel RoutesChannel, in the
-// append transaction, every function whose route (endpoint, phase, http
-// triggers) may have changed; ListenRoutes follows them and ListRoutes /
+// The store announces on the PostgreSQL channel RoutesChannel every function
+// whose route (endpoint, phase, http triggers) may have changed, once the
+// change is committed: a command's after its COMMIT, in groups with the
+// commits that land meanwhile (a NOTIFY inside the transaction would
+// serialise the commits); ListenRoutes follows them and ListRoutes /
 // GetRoute read routes, so the invoke proxy keeps its table in memory.
 //
 // # Invocation log

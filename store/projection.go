@@ -47,8 +47,14 @@ func Project(ctx context.Context, tx pgx.Tx, evs []Event, state Aggregate) error
 		des[i] = de
 	}
 	b := &pgx.Batch{}
-	if err := queueProjection(b, evs, des, state); err != nil {
+	routes, err := queueProjection(b, evs, des, state)
+	if err != nil {
 		return err
+	}
+	// A caller's own transaction: its COMMIT is not the store's to follow,
+	// so the routes are announced inside it (delivered on commit).
+	for _, key := range routes {
+		queueNotifyRoute(b, key)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("project %d event(s) of %s: %w", len(evs), streamID, err)
@@ -59,15 +65,21 @@ func Project(ctx context.Context, tx pgx.Tx, evs []Event, state Aggregate) error
 // queueProjection queues in b the statements that project evs (decoded as
 // des) with state, the aggregate folded through them. It needs of evs only
 // what is known before they are stored (stream, version, metadata), so
-// Tx.Append sends them in the round trip that stores the events.
-func queueProjection(b *pgx.Batch, evs []Event, des []domain.Event, state Aggregate) error {
+// Tx.Append sends them in the round trip that stores the events. It returns
+// the functions ("<ns>/<function>") whose route may have changed, for the
+// caller to announce on RoutesChannel once they are committed.
+func queueProjection(b *pgx.Batch, evs []Event, des []domain.Event, state Aggregate) (routes []string, _ error) {
 	streamID := evs[0].StreamID
 	ns, name := splitStream(streamID)
 	switch s := state.(type) {
 	case *domain.Function:
-		projectFunction(b, evs, des, s, ns, name)
+		if projectFunction(b, evs, des, s, ns, name) {
+			routes = append(routes, ns+"/"+name)
+		}
 	case *domain.Trigger:
-		projectTrigger(b, des, s, ns, name)
+		if fn := projectTrigger(b, des, s, ns, name); fn != "" {
+			routes = append(routes, ns+"/"+fn)
+		}
 	case *domain.Job:
 		projectJob(b, s, ns, name)
 	case *domain.Secret:
@@ -79,16 +91,16 @@ func queueProjection(b *pgx.Batch, evs []Event, des []domain.Event, state Aggreg
 			}
 		}
 	default:
-		return domain.Errorf(domain.EINTERNAL, "no projection for stream %q (%T)", streamID, state)
+		return nil, domain.Errorf(domain.EINTERNAL, "no projection for stream %q (%T)", streamID, state)
 	}
-	return nil
+	return routes, nil
 }
 
 // projectFunction writes the function's row and the rows of the versions evs
-// touch from f, after the history rows of evs (a delete first, activations).
-func projectFunction(b *pgx.Batch, evs []Event, des []domain.Event, f *domain.Function, ns, name string) {
+// touch from f, after the history rows of evs (a delete first, activations),
+// and reports whether the function's route may have changed.
+func projectFunction(b *pgx.Batch, evs []Event, des []domain.Event, f *domain.Function, ns, name string) (route bool) {
 	touched := map[int]bool{}
-	route := false
 	for i, de := range des {
 		switch e := de.(type) {
 		case domain.FunctionDeleted:
@@ -152,14 +164,14 @@ func projectFunction(b *pgx.Batch, evs []Event, des []domain.Event, f *domain.Fu
 				v.Image, v.Message, v.BuildLog, v.CreatedAt, nullTime(v.BuiltAt))
 		}
 	}
-	if route {
-		queueNotifyRoute(b, ns, name)
-	}
+	return route
 }
 
 // projectTrigger writes the trigger's row from t (or deletes it), and the time
-// it last became active from the event that says so.
-func projectTrigger(b *pgx.Batch, des []domain.Event, t *domain.Trigger, ns, name string) {
+// it last became active from the event that says so. It returns the function
+// whose route may have changed ("" for none); a deleted trigger's function
+// is announced inside the transaction, from the row the delete removes.
+func projectTrigger(b *pgx.Batch, des []domain.Event, t *domain.Trigger, ns, name string) (routeOf string) {
 	route := false
 	for _, de := range des {
 		switch de.(type) {
@@ -171,7 +183,7 @@ func projectTrigger(b *pgx.Batch, des []domain.Event, t *domain.Trigger, ns, nam
 	}
 	if !t.Exists {
 		b.Queue(`DELETE FROM triggers WHERE namespace = $1 AND name = $2`, ns, name)
-		return
+		return ""
 	}
 	b.Queue(`INSERT INTO triggers (namespace, name, type, function, schedule, enabled, active, created_at)
 	         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -186,8 +198,9 @@ func projectTrigger(b *pgx.Batch, des []domain.Event, t *domain.Trigger, ns, nam
 	// Routes are the invoke proxy's, which serves HTTP: only http
 	// triggers make them (routeSelect), so only theirs announce a change.
 	if route && t.Type == domain.TriggerHTTP {
-		queueNotifyRoute(b, ns, t.Function)
+		return t.Function
 	}
+	return ""
 }
 
 // projectJob writes the job's row from j, or deletes it.

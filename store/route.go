@@ -10,9 +10,11 @@ import (
 	"github.com/slessio/sless/domain"
 )
 
-// RoutesChannel is the PostgreSQL notification channel on which the
-// projections announce, in the append's transaction (so delivered on commit),
-// each function whose route may have changed: the payload is "<ns>/<function>".
+// RoutesChannel is the PostgreSQL notification channel on which the store
+// announces each function whose route may have changed, once the change is
+// committed: the payload is "<ns>/<function>". A command's changes are sent
+// after its COMMIT, in groups (route_notify.go); an append in a caller's own
+// transaction sends them inside it, delivered on commit.
 const RoutesChannel = "sless_routes"
 
 // Route is what the invoke proxy needs to know about a function: where its
@@ -138,9 +140,9 @@ func listenError(ctx context.Context, err error) error {
 }
 
 // queueNotifyRoute announces on RoutesChannel, inside the projecting
-// transaction, that the route of ns/function may have changed.
-func queueNotifyRoute(b *pgx.Batch, ns, function string) {
-	b.Queue(`SELECT pg_notify('`+RoutesChannel+`', $1)`, ns+"/"+function)
+// transaction, that the route of key ("<ns>/<function>") may have changed.
+func queueNotifyRoute(b *pgx.Batch, key string) {
+	b.Queue(`SELECT pg_notify('`+RoutesChannel+`', $1)`, key)
 }
 
 // queueNotifyTriggerRoute announces the route of the function an http

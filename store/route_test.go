@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,5 +138,74 @@ func TestQueueDepths(t *testing.T) {
 	}
 	if got["builds/available/store_test_note"] != 1 || got["builds/scheduled/store_test_note"] != 2 || len(got) != 2 {
 		t.Fatalf("depths %v", got)
+	}
+}
+
+// TestRoutesOfConcurrentCommandsAreAllAnnounced: commands committing at once
+// are announced after their COMMITs, in groups; every function is heard,
+// and a command that fails announces nothing.
+func TestRoutesOfConcurrentCommandsAreAllAnnounced(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := setupProjected(t, pgtest.Pool(t))
+	listening := make(chan struct{})
+	var mu sync.Mutex
+	heard := map[string]int{}
+	go func() {
+		_ = p.ListenRoutes(ctx, func() { close(listening) }, func(ns, fn string) {
+			if ns == p.ns {
+				mu.Lock()
+				heard[fn]++
+				mu.Unlock()
+			}
+		})
+	}()
+	<-listening
+
+	const n = 40
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			p.fn(t, fmt.Sprintf("f%d", i), func(f *domain.Function) ([]domain.Event, error) {
+				return f.Create(domain.FunctionSpec{Runtime: "python3.11"}, p.tick())
+			})
+		})
+	}
+	wg.Wait()
+	_, err := p.Execute(ctx, store.Metadata{Actor: "alice"}, func(tx *store.Tx) error {
+		f := domain.NewFunction(p.ns, "failed")
+		if err := tx.Load(ctx, domain.FunctionStream(p.ns, "failed"), f); err != nil {
+			return err
+		}
+		evs, err := f.Create(domain.FunctionSpec{Runtime: "python3.11"}, p.tick())
+		if err != nil {
+			return err
+		}
+		if err := tx.Append(ctx, domain.FunctionStream(p.ns, "failed"), f, evs); err != nil {
+			return err
+		}
+		return domain.Errorf(domain.EINVALID, "decided against it")
+	})
+	if domain.ErrorCode(err) != domain.EINVALID {
+		t.Fatalf("the failing command: %v", err)
+	}
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(heard) >= n
+	})
+	p.fn(t, "last", func(f *domain.Function) ([]domain.Event, error) {
+		return f.Create(domain.FunctionSpec{Runtime: "python3.11"}, p.tick())
+	})
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return heard["last"] > 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if heard["failed"] > 0 || len(heard) != n+1 {
+		t.Fatalf("heard %v: want f0..f%d and last, never failed", heard, n-1)
 	}
 }

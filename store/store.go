@@ -18,6 +18,8 @@ type Store struct {
 	fused bool
 	// async commits enqueues without an Idempotency-Key in groups (async_batch.go).
 	async asyncGroups
+	// routes announces committed route changes in groups (route_notify.go).
+	routes routeAnnouncer
 }
 
 // New returns a Store on pool that keeps the read models current (Project runs
