@@ -62,6 +62,8 @@ type fixture struct {
 	pool  *pgxpool.Pool
 	s3    *s3embed.Server
 	clock *clock
+	// verifier is the API's token verifier.
+	verifier *auth.Verifier
 }
 
 // clock is the server's clock; tests that need time to stand still (rate
@@ -85,6 +87,21 @@ func (c *clock) Advance(d time.Duration) { c.frozen.Add(int64(d)) }
 // configure may change the Config before New.
 func setup(t testing.TB, configure ...func(*httpapi.Config)) *fixture {
 	t.Helper()
+	verifier := newVerifier(t)
+	clk := &clock{}
+	srv := apitest.Start(t, func(cfg *httpapi.Config) {
+		cfg.Verifier, cfg.ExternalURL, cfg.Now = verifier, externalURL+"/", clk.Now
+		for _, f := range configure {
+			f(cfg)
+		}
+	})
+	return &fixture{t: t, url: srv.URL, api: srv.API, store: srv.Store, pool: srv.Pool, s3: srv.S3, clock: clk, verifier: verifier}
+}
+
+// newVerifier returns the verifier of the tests' servers: HS256 with
+// testSecret, RS256 with testRSAKey under rsaKid, testIssuer and testAudience.
+func newVerifier(t testing.TB) *auth.Verifier {
+	t.Helper()
 	jwks := filepath.Join(t.TempDir(), "jwks.json")
 	if err := os.WriteFile(jwks, jwksDoc(&testRSAKey().PublicKey), 0o600); err != nil {
 		t.Fatal(err)
@@ -93,14 +110,7 @@ func setup(t testing.TB, configure ...func(*httpapi.Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{}
-	srv := apitest.Start(t, func(cfg *httpapi.Config) {
-		cfg.Verifier, cfg.ExternalURL, cfg.Now = verifier, externalURL+"/", clk.Now
-		for _, f := range configure {
-			f(cfg)
-		}
-	})
-	return &fixture{t: t, url: srv.URL, api: srv.API, store: srv.Store, pool: srv.Pool, s3: srv.S3, clock: clk}
+	return verifier
 }
 
 // jwksDoc is a JWKS holding pub under rsaKid.
