@@ -10,11 +10,14 @@ import (
 	"github.com/slessio/sless/internal/testutil"
 )
 
-func benchmarkVerify(b *testing.B, method jwt.SigningMethod, key any, kid string) {
+// benchmarkVerify verifies one token again and again; with cacheSize -1
+// every call checks the signature and claims, with 0 (the default cache)
+// all but the first are cache hits.
+func benchmarkVerify(b *testing.B, method jwt.SigningMethod, key any, kid string, cacheSize int) {
 	clock := testutil.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	srv := newJWKSServer(b, defaultJWKS(b))
 	v, err := NewVerifier(Config{HS256Secret: testSecret, JWKSURL: srv.URL, HTTPClient: srv.Client(), Now: clock.Now,
-		Issuer: testIssuer, Audience: testAudience})
+		Issuer: testIssuer, Audience: testAudience, TokenCacheSize: cacheSize})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -31,14 +34,23 @@ func benchmarkVerify(b *testing.B, method jwt.SigningMethod, key any, kid string
 	}
 }
 
+// BenchmarkVerifyHS256 measures a full check of an HS256 token (no cache).
 func BenchmarkVerifyHS256(b *testing.B) {
-	benchmarkVerify(b, jwt.SigningMethodHS256, testSecret, "")
+	benchmarkVerify(b, jwt.SigningMethodHS256, testSecret, "", -1)
 }
 
+// BenchmarkVerifyRS256 measures a full check of an RS256 token (no cache).
 func BenchmarkVerifyRS256(b *testing.B) {
-	benchmarkVerify(b, jwt.SigningMethodRS256, testRSAKey(), rsaKid)
+	benchmarkVerify(b, jwt.SigningMethodRS256, testRSAKey(), rsaKid, -1)
 }
 
+// BenchmarkVerifyES256 measures a full check of an ES256 token (no cache).
 func BenchmarkVerifyES256(b *testing.B) {
-	benchmarkVerify(b, jwt.SigningMethodES256, testECKey(), ecKid)
+	benchmarkVerify(b, jwt.SigningMethodES256, testECKey(), ecKid, -1)
+}
+
+// BenchmarkVerifyCached measures the check of a token verified before:
+// a SHA-256 and a cache lookup, whatever the algorithm.
+func BenchmarkVerifyCached(b *testing.B) {
+	benchmarkVerify(b, jwt.SigningMethodRS256, testRSAKey(), rsaKid, 0)
 }

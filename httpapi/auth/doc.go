@@ -9,6 +9,14 @@
 // callers share that one fetch, so forged key ids cannot turn into a flood of
 // outbound requests (RFC 8725 §2.1/§3.1; research note D1, D2).
 //
+// A client sends the same token with every request, so a Verifier remembers
+// the tokens it accepted (keyed by their SHA-256, at most
+// Config.TokenCacheSize of them) until their exp, never past it and without
+// the leeway: a token sent again costs a hash and a lookup, not a signature
+// check. Rejected tokens are never remembered. A JWKS refresh that replaces
+// the keys makes every remembered token be checked again, so a key removed
+// by the identity provider stops verifying at once, cached tokens included.
+//
 // The namespace of a caller is derived from the token's sub claim by Namespace;
 // the formula is part of the product contract (SPEC §1) and must never change.
 //

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,7 +33,15 @@ type keySet struct {
 	keys      map[string][]jwk
 	lastFetch time.Time     // start of the last attempt; zero before the first
 	inflight  chan struct{} // closed when the running attempt ends; nil when idle
+
+	// gen counts the replacements of keys: a token verified under an
+	// older generation may have been signed with a key since removed, so
+	// the Verifier's cache does not trust it (tokenCache).
+	gen atomic.Uint64
 }
+
+// generation returns the number of times the keys were replaced.
+func (s *keySet) generation() uint64 { return s.gen.Load() }
 
 // lookup returns the keys with id kid, reading the source again first when kid
 // is unknown and no attempt was made within the interval. It returns an
@@ -74,6 +83,7 @@ func (s *keySet) lookup(ctx context.Context, kid string) ([]jwk, error) {
 			s.logger.Warn("auth: jwks refresh failed", "err", err)
 		} else {
 			s.keys = keys
+			s.gen.Add(1)
 		}
 		s.inflight = nil
 		close(ch)

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -57,6 +58,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives JWKS refresh failures; nil means slog.Default().
 	Logger *slog.Logger
+	// TokenCacheSize is how many verified tokens are remembered until
+	// their exp, so a token sent again is not verified again; zero means
+	// DefaultTokenCacheSize, a negative value turns the cache off.
+	TokenCacheSize int
 }
 
 // Principal is the verified caller of a request.
@@ -108,6 +113,8 @@ type Verifier struct {
 	adminClaim string
 	issuer     string
 	audience   string
+	now        func() time.Time
+	cache      *tokenCache // nil when off
 }
 
 // NewVerifier returns a Verifier for cfg. A JWKSFile is read at once so a bad
@@ -130,7 +137,10 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 	}
 	cfg = withDefaults(cfg)
 
-	v := &Verifier{adminClaim: cfg.AdminClaim, issuer: cfg.Issuer, audience: cfg.Audience}
+	v := &Verifier{adminClaim: cfg.AdminClaim, issuer: cfg.Issuer, audience: cfg.Audience, now: cfg.Now}
+	if cfg.TokenCacheSize > 0 {
+		v.cache = newTokenCache(cfg.TokenCacheSize)
+	}
 	if cfg.HS256Secret != nil {
 		v.secret = slices.Clone(cfg.HS256Secret)
 		v.methods = append(v.methods, "HS256")
@@ -191,12 +201,17 @@ func withDefaults(cfg Config) Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.TokenCacheSize == 0 {
+		cfg.TokenCacheSize = DefaultTokenCacheSize
+	}
 	return cfg
 }
 
 // Verify checks the signature and claims of the raw token (without the
-// "Bearer " prefix) and returns its Principal. Every failure is an
-// EUNAUTHORIZED error whose message names the reason and nothing else.
+// "Bearer " prefix) and returns its Principal. A token it accepted lately
+// is not checked again until its exp (the cache, Config.TokenCacheSize).
+// Every failure is an EUNAUTHORIZED error whose message names the reason
+// and nothing else.
 func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	if raw == "" {
 		return Principal{}, unauthorized("missing bearer token")
@@ -204,6 +219,34 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	if len(raw) > maxTokenBytes {
 		return Principal{}, unauthorized("token is too large")
 	}
+	if v.cache == nil {
+		return v.verify(ctx, raw)
+	}
+	// The generation is read before the keys are: a refresh during the
+	// check leaves the entry of an older generation, which is not trusted.
+	key, gen, now := tokenKey(sha256.Sum256([]byte(raw))), v.generation(), v.now()
+	if p, ok := v.cache.get(key, gen, now); ok {
+		return p, nil
+	}
+	p, err := v.verify(ctx, raw)
+	if err != nil {
+		return Principal{}, err
+	}
+	v.cache.put(key, p, gen, now)
+	return p, nil
+}
+
+// generation is the generation of the JWKS keys (keySet.generation); 0
+// without a JWKS, whose one HS256 secret never changes.
+func (v *Verifier) generation() uint64 {
+	if v.keys == nil {
+		return 0
+	}
+	return v.keys.generation()
+}
+
+// verify checks raw's signature and claims, without the cache.
+func (v *Verifier) verify(ctx context.Context, raw string) (Principal, error) {
 	claims := jwt.MapClaims{}
 	tok, err := v.parser.ParseWithClaims(raw, claims, func(t *jwt.Token) (any, error) {
 		return v.key(ctx, t)
