@@ -213,6 +213,7 @@ func BenchmarkWritePath(b *testing.B) {
 		}
 		b.Logf("%s ÷ %s %.3f (%.0f/s ÷ %.0f/s; %s)%s", r.x, r.refName, v, median(rates[r.x]), median(rates[r.ref]), r.target, verdict)
 	}
+	b.Logf("conditions: %d writers, %d rounds of %v per phase, %s", writers, rounds, phase, loadAverage())
 }
 
 // minimalHandler is reference (b) of BenchmarkWritePath: POST
