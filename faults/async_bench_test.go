@@ -62,6 +62,9 @@ func BenchmarkAsync(b *testing.B) {
 	// The harness (world, plane, tenant) is built on *testing.T: the
 	// measurement runs as a test of its own, whatever -run says (matchAll
 	// matches -skip's patterns too: with -skip it is skipped).
+	if testing.Short() {
+		smokeSizes()
+	}
 	var r asyncBench
 	matchAll := func(string, string) (bool, error) { return true, nil }
 	if !testing.RunTests(matchAll, []testing.InternalTest{{Name: "BenchmarkAsync-world", F: r.run}}) {
@@ -79,13 +82,21 @@ func BenchmarkAsync(b *testing.B) {
 	}
 }
 
-// Sizes of BenchmarkAsync.
-const (
-	benchClients     = 32
-	benchRounds      = 3
-	benchDrain       = 10_000
-	benchLatencyRuns = 200
+// Sizes of BenchmarkAsync (the CI's smoke run, -short, makes them small:
+// smokeSizes).
+const benchClients = 32
+
+var (
+	benchRounds            = 3
+	benchDrain       int64 = 10_000
+	benchLatencyRuns       = 200
+	benchPhase             = 3 * time.Second
 )
+
+// smokeSizes makes BenchmarkAsync a run of every phase in seconds, for CI.
+func smokeSizes() {
+	benchRounds, benchDrain, benchLatencyRuns, benchPhase = 1, 200, 10, 300*time.Millisecond
+}
 
 // benchGoFunction is the function of the benchmark: it answers at once.
 const benchGoFunction = `package main
@@ -150,7 +161,7 @@ func (a *asyncBench) run(t *testing.T) {
 	}
 	a.cpu = cpuMeter{self: os.Getpid(), server: a.p.pid(), postmaster: parentOf(backend)}
 	a.http = &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: benchClients, MaxConnsPerHost: benchClients}}
-	phase := 3 * time.Second
+	phase := benchPhase
 	if s, err := strconv.ParseFloat(os.Getenv("SLESS_BENCH_SECONDS"), 64); err == nil && s > 0 {
 		phase = time.Duration(s * float64(time.Second))
 	}
@@ -399,7 +410,7 @@ func (a *asyncBench) drain(cpu map[string]map[string][]float64) float64 {
 	rate := float64(left) / took.Seconds()
 	ok := a.succeeded() - before
 	a.logf("drain: %d queued in %s (%.0f/s, %d delivered meanwhile); the %d left delivered in %s: %.0f/s; %d of %d succeeded; cpu/delivery µs: %s",
-		benchDrain, queueing.Round(time.Millisecond), float64(benchDrain)/queueing.Seconds(), benchDrain-left, left,
+		benchDrain, queueing.Round(time.Millisecond), float64(benchDrain)/queueing.Seconds(), benchDrain-int64(left), left,
 		took.Round(time.Millisecond), rate, ok, benchDrain, used.perOp(left, cpu, "drain"))
 	return rate
 }

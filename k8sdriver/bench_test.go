@@ -22,15 +22,29 @@ import (
 	"github.com/slessio/sless/localdriver/sandbox"
 )
 
-// benchRounds is how many times each latency is measured (p50 of them).
-const benchRounds = 3
+// benchRounds is how many times each latency is measured (p50 of them):
+// 3, or 1 in the CI's smoke run (-short).
+func benchRounds() int {
+	if testing.Short() {
+		return 1
+	}
+	return 3
+}
+
+// loadTime is how long req_per_s loads an instance.
+func loadTime() time.Duration {
+	if testing.Short() {
+		return 300 * time.Millisecond
+	}
+	return 3 * time.Second
+}
 
 // BenchmarkNextToLocal measures the Kubernetes driver on the test cluster's
 // real node beside the local driver (bubblewrap sandbox) in the same run,
 // with the same code store and samples:
 //   - ready_<runtime>: upload to the first 200 of a new version (the build —
 //     kaniko, or the local install — the deploy and the first request), p50
-//     of benchRounds versions whose code differs;
+//     of benchRounds() versions whose code differs;
 //   - cold_start: a stopped Python function started and answering, p50;
 //   - req_per_s: requests per second to one started Python instance, 8
 //     clients for 3 s (straight to the pod or the sandbox's socket, no proxy);
@@ -103,7 +117,7 @@ func BenchmarkNextToLocal(b *testing.B) {
 	for _, rt := range []domain.Runtime{domain.RuntimePython311, domain.RuntimeNodeJS20, domain.RuntimeGo123} {
 		for _, dr := range drivers {
 			var took []time.Duration
-			for round := 1; round <= benchRounds; round++ {
+			for round := 1; round <= benchRounds(); round++ {
 				fn := "ready-" + strings.ReplaceAll(string(rt), ".", "")
 				started := time.Now()
 				w := buildWith(b, dr.d, code, dr.ns, fn, round, rt, benchSample(rt, round))
@@ -117,7 +131,7 @@ func BenchmarkNextToLocal(b *testing.B) {
 		w := buildWith(b, dr.d, code, dr.ns, "warm", 1, domain.RuntimePython311, benchSample(domain.RuntimePython311, 0))
 		var cold []time.Duration
 		var ep string
-		for range benchRounds {
+		for range benchRounds() {
 			deploy(dr.d, w, 0)
 			started := time.Now()
 			ep = deploy(dr.d, w, 1)
@@ -127,7 +141,7 @@ func BenchmarkNextToLocal(b *testing.B) {
 		report(dr.name+"_cold_start", p50(cold), "s")
 
 		var n atomic.Int64
-		stop := time.Now().Add(3 * time.Second)
+		stop := time.Now().Add(loadTime())
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
@@ -142,7 +156,7 @@ func BenchmarkNextToLocal(b *testing.B) {
 		report(dr.name+"_req_per_s", float64(n.Load())/3, "req/s")
 
 		var jobs []time.Duration
-		for i := range benchRounds {
+		for i := range benchRounds() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			started := time.Now()
 			res, err := dr.d.Run(ctx, driver.RunSpec{Workload: w, Name: fmt.Sprintf("bench-%d", i), RunID: int64(i + 1), Event: []byte(`{}`)})

@@ -19,15 +19,15 @@ import (
 // same bytes (testdata/<runtime>/bare), in the same run, with the same client load.
 // The two are measured in alternating short windows so that other load on the machine
 // weighs on both alike. It reports both rates and wrapper/bare as "ratio". One
-// iteration takes ~4 s:
+// iteration takes ~4 s (with -short, the CI's smoke run, one short round):
 //
 //	go test -run '^$' -bench BenchmarkWrapper ./runtimes/
 func BenchmarkWrapper(b *testing.B) {
-	const (
-		clients = 8
-		rounds  = 6
-		window  = 300 * time.Millisecond
-	)
+	const clients = 8
+	rounds, window := 6, 300*time.Millisecond
+	if testing.Short() {
+		rounds, window = 1, 50*time.Millisecond
+	}
 	for _, fx := range fixtures {
 		b.Run(fx.runtime, func(b *testing.B) {
 			dir := mustPrepare(b, fx.runtime, "handler", fx.entrypoint)
@@ -41,8 +41,8 @@ func BenchmarkWrapper(b *testing.B) {
 				measure(b, bare.url+"/", clients, window)
 				wrapperRate, bareRate = 0, 0
 				for i := 0; i < rounds; i++ {
-					wrapperRate += measure(b, wrapper.url+"/", clients, window) / rounds
-					bareRate += measure(b, bare.url+"/", clients, window) / rounds
+					wrapperRate += measure(b, wrapper.url+"/", clients, window) / float64(rounds)
+					bareRate += measure(b, bare.url+"/", clients, window) / float64(rounds)
 				}
 			}
 			b.ReportMetric(wrapperRate, "wrapper-req/s")
