@@ -46,7 +46,7 @@ type slessProcess struct {
 	err    error // of Wait, once exited is closed
 }
 
-func startSless(t *testing.T, args ...string) *slessProcess {
+func startSless(t testing.TB, args ...string) *slessProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRunMain$")
 	list, _ := json.Marshal(args)
@@ -89,7 +89,7 @@ func (p *slessProcess) exitCode(t *testing.T) int {
 
 // devArgs are the arguments of `sless dev` on a free port and a data dir of
 // the test's own, with database.
-func devArgs(t *testing.T, database string) (args []string, base string) {
+func devArgs(t testing.TB, database string) (args []string, base string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
