@@ -42,7 +42,9 @@ import (
 //
 // It reports the medians of the rounds' rates and of the rounds' ratios
 // create ÷ minimal and update ÷ minimal (the target is ≥ 0.5), create ÷ raw
-// and update ÷ raw (reported, no target); per operation the CPU time this
+// and update ÷ raw (reported, no target), each also by cost (…-by-cpu: the
+// reference's CPU time per operation over the command's, which a shared
+// machine's load disturbs less than rates); per operation the CPU time this
 // process (HTTP client, API server, pgx) and the PostgreSQL backends serving
 // the test's database spent, from /proc (the first round's figures miss the
 // connections the pool opens during it); and per operation the statements and
@@ -212,6 +214,13 @@ func BenchmarkWritePath(b *testing.B) {
 			}
 		}
 		b.Logf("%s ÷ %s %.3f (%.0f/s ÷ %.0f/s; %s)%s", r.x, r.refName, v, median(rates[r.x]), median(rates[r.ref]), r.target, verdict)
+		// The same comparison by cost, steadier than rates on a shared machine:
+		// the CPU time (this process and PostgreSQL) per operation of the
+		// reference over that of x.
+		byCPU := (median(goCPU[r.ref]) + median(pgCPU[r.ref])) / (median(goCPU[r.x]) + median(pgCPU[r.x]))
+		b.ReportMetric(byCPU, r.x+"/"+r.ref+"-by-cpu")
+		b.Logf("  by CPU per operation: %.3f (%.0f µs ÷ %.0f µs)", byCPU,
+			median(goCPU[r.ref])+median(pgCPU[r.ref]), median(goCPU[r.x])+median(pgCPU[r.x]))
 	}
 	b.Logf("conditions: %d writers, %d rounds of %v per phase, %s", writers, rounds, phase, loadAverage())
 }
