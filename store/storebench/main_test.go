@@ -69,11 +69,11 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[max(0, min(rank, len(s)-1))]
 }
 
-// median returns the median of xs (the lower middle one for an even count).
+// median returns the median of xs (the mean of the middle two for an even count).
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	return s[(len(s)-1)/2]
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
