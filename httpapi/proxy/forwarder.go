@@ -126,7 +126,13 @@ func (p *Proxy) rewakeFor(ctx context.Context, c *call) bool {
 // may carry another request; err is a failure (before anything was written
 // to w when w.status is still 0).
 func (p *Proxy) exchange(w *recorder, r *http.Request, c *call, pc *upConn) (reuse bool, err error) {
-	_ = pc.c.SetDeadline(c.deadline)
+	pc.deadline = c.deadline
+	if c.bodyLen > syncBodyMax {
+		pc.setDeadline(c.deadline) // the body's writer and the answer's reader run at once, watched from the start
+	} else {
+		// Reads begin in await, which sets their deadline; writes come first.
+		_ = pc.keepWriteDeadline(c.deadline)
+	}
 	c.up, c.ctx = pc, r.Context()
 	defer func() {
 		if c.unwatch != nil && !c.unwatch() { // the client left: the connection's deadline is spent
@@ -151,7 +157,7 @@ func (p *Proxy) exchange(w *recorder, r *http.Request, c *call, pc *upConn) (reu
 		go func() {
 			err := c.sendBody(pc.bw)
 			if err != nil {
-				_ = pc.c.SetDeadline(aLongTimeAgo) // the function waits for the rest: stop reading its answer
+				pc.stop() // the function waits for the rest: stop reading its answer
 			}
 			wrote <- err
 		}()
@@ -167,7 +173,7 @@ func (p *Proxy) exchange(w *recorder, r *http.Request, c *call, pc *upConn) (reu
 				}
 			}
 		default: // answered before taking the whole body: stop sending it
-			_ = pc.c.SetDeadline(aLongTimeAgo)
+			pc.stop()
 			<-wrote
 			reuse = false
 		}
@@ -632,6 +638,7 @@ func (c *call) upgrade(w *recorder, pc *upConn) error {
 		return err
 	}
 	defer conn.Close()
+	pc.setDeadline(c.deadline) // both ways, the function's timeout
 	c.status = http.StatusSwitchingProtocols
 	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
 	for _, l := range pc.seen.lines {
@@ -648,7 +655,7 @@ func (c *call) upgrade(w *recorder, pc *upConn) error {
 	go func() {
 		defer close(done)
 		_, _ = io.Copy(pc.c, brw.Reader) // what the client sent after its head first
-		_ = pc.c.SetDeadline(aLongTimeAgo)
+		pc.stop()
 	}()
 	n, _ := io.Copy(conn, pc.br)
 	w.bytes += n
@@ -665,23 +672,34 @@ const quickAnswer = 20 * time.Millisecond
 
 // await waits for the function's next bytes on c.up, until c's deadline or
 // the client leaving (watched once the wait is longer than quickAnswer).
+//
+// The wait of up to quickAnswer is a probe: a read deadline of its own. A
+// probe's deadline still quickAnswer/2 or more away (the last request's on
+// this connection) is used as it is, and it stays set after the bytes came
+// (upConn.Read moves it to c's deadline if a later read meets it): most
+// requests on a busy connection set no deadline at all.
 func (c *call) await() error {
-	br := c.up.br
-	if br.Buffered() > 0 {
+	pc := c.up
+	if pc.br.Buffered() > 0 {
 		return nil
 	}
 	if c.unwatch == nil {
-		if quick := time.Now().Add(quickAnswer); quick.Before(c.deadline) {
-			_ = c.up.c.SetReadDeadline(quick)
-			_, err := br.Peek(1)
-			_ = c.up.c.SetReadDeadline(c.deadline)
+		now := time.Now()
+		if quick := now.Add(quickAnswer); quick.Before(c.deadline) {
+			if pc.rd.Before(now.Add(quickAnswer/2)) || pc.rd.After(quick) {
+				_ = pc.setReadDeadline(quick)
+			}
+			pc.probing = true
+			_, err := pc.br.Peek(1)
+			pc.probing = false
 			if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 				return err
 			}
 		}
+		_ = pc.setReadDeadline(c.deadline)
 		c.watch()
 	}
-	_, err := br.Peek(1)
+	_, err := pc.br.Peek(1)
 	return err
 }
 
@@ -689,8 +707,8 @@ func (c *call) await() error {
 // connection unblocks any read or write on it.
 func (c *call) watch() {
 	if c.unwatch == nil {
-		conn := c.up.c
-		c.unwatch = context.AfterFunc(c.ctx, func() { _ = conn.SetDeadline(aLongTimeAgo) })
+		pc := c.up
+		c.unwatch = context.AfterFunc(c.ctx, pc.stop)
 	}
 }
 

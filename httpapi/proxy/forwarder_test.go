@@ -238,3 +238,61 @@ func TestProxyClientLeavesDuringUpload(t *testing.T) {
 		return true
 	})
 }
+
+// TestProxyAnswerInPieces: a function whose head and body arrive in pieces,
+// each after a pause longer than the forwarder's first wait for an answer
+// (a probe with a deadline of its own, which stays set once the answer
+// begins), is passed whole, on one kept-alive connection, and so is a quick
+// answer on that connection after it.
+func TestProxyAnswerInPieces(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{})
+	var mu sync.Mutex
+	peers := map[string]bool{}
+	f.upstream("pieces", 10, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		peers[r.RemoteAddr] = true
+		mu.Unlock()
+		if r.URL.Path == "/quick" {
+			io.WriteString(w, "quick")
+			return
+		}
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		go func() { // the connection stays open for the next request, served by hand
+			defer conn.Close()
+			for _, piece := range []string{"HTTP/1.1 200 OK\r\n", "Content-Type: text/plain\r\nContent-", "Length: 11\r\n\r\nhello", " world"} {
+				brw.WriteString(piece)
+				brw.Flush()
+				time.Sleep(60 * time.Millisecond)
+			}
+			for {
+				req, err := http.ReadRequest(brw.Reader)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				peers[conn.RemoteAddr().String()] = true
+				mu.Unlock()
+				io.Copy(io.Discard, req.Body)
+				brw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nquick")
+				brw.Flush()
+			}
+		}()
+	}))
+	if a := f.get("pieces", "/slow"); a.status != http.StatusOK || string(a.body) != "hello world" {
+		t.Fatalf("an answer in pieces: %d %q", a.status, a.body)
+	}
+	for range 3 {
+		if a := f.get("pieces", "/quick"); a.status != http.StatusOK || string(a.body) != "quick" {
+			t.Fatalf("a quick answer after it: %d %q", a.status, a.body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(peers) != 1 {
+		t.Fatalf("the requests came on %d connections, want 1", len(peers))
+	}
+}

@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -35,14 +37,26 @@ type hostConns struct {
 	idle []*upConn // most recently used last
 }
 
-// upConn is one connection to a function process, with its buffers and
-// what the last response on it looked like (see headerCache).
+// upConn is one connection to a function process, with its buffers, what
+// the last response on it looked like (see headerCache), and its deadlines.
+//
+// The deadlines are set only when they must change (see setReadDeadline,
+// keepWriteDeadline): a system call and a timer update each, which on a
+// kept-alive connection the next request can mostly do without. Reads pass
+// through Read, which moves a quick probe's deadline (await) to the
+// exchange's own when a read outside the probe meets it, so the probe's
+// deadline may stay set once the answer began.
 type upConn struct {
 	c        net.Conn
-	br       *bufio.Reader
+	br       *bufio.Reader // reads through Read
 	bw       *bufio.Writer
 	lastUsed time.Time
 	seen     headerCache
+
+	rd, wd   time.Time   // the read and write deadlines last set on c (zero: none)
+	deadline time.Time   // of the exchange under way: the function's timeout
+	probing  bool        // a quick probe reads: its deadline passing is its answer
+	stopped  atomic.Bool // stop set a past deadline, which nothing may move (set from other goroutines)
 }
 
 const (
@@ -116,7 +130,63 @@ func (u *upstream) dial(ctx context.Context, target *url.URL, deadline time.Time
 	}
 	// writerOnly hides the connection's ReadFrom, which would copy a body
 	// through a fresh 32 KiB buffer instead of the writer's own.
-	return &upConn{c: c, br: bufio.NewReaderSize(c, upstreamBuffer), bw: bufio.NewWriterSize(writerOnly{c}, upstreamBuffer)}, nil
+	pc := &upConn{c: c, bw: bufio.NewWriterSize(writerOnly{c}, upstreamBuffer)}
+	pc.br = bufio.NewReaderSize(pc, upstreamBuffer)
+	return pc, nil
+}
+
+// Read reads from the connection for br. A read deadline before the
+// exchange's (a quick probe's, left set once the answer began) that passes
+// outside a probe is moved to the exchange's deadline, and the read goes on.
+func (pc *upConn) Read(p []byte) (int, error) {
+	for {
+		n, err := pc.c.Read(p)
+		if n > 0 || err == nil || pc.probing || !pc.rd.Before(pc.deadline) || pc.stopped.Load() ||
+			!errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(pc.deadline) {
+			return n, err
+		}
+		if err := pc.setReadDeadline(pc.deadline); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// setReadDeadline sets the read deadline of the connection to t, unless it is t already.
+func (pc *upConn) setReadDeadline(t time.Time) error {
+	if t.Equal(pc.rd) {
+		return nil
+	}
+	pc.rd = t
+	return pc.c.SetReadDeadline(t)
+}
+
+// writeSlack is how much later than an exchange's deadline the connection's
+// write deadline may be: one set for a request serves the next ones within
+// writeSlack. A write the function does not take fails that much after its
+// timeout at most (a 504 all the same: see call.timedOut).
+const writeSlack = 100 * time.Millisecond
+
+// keepWriteDeadline makes the write deadline of the connection fall within
+// writeSlack after t, setting it (to t + writeSlack) only when it does not.
+func (pc *upConn) keepWriteDeadline(t time.Time) error {
+	if !pc.wd.Before(t) && !pc.wd.After(t.Add(writeSlack)) {
+		return nil
+	}
+	pc.wd = t.Add(writeSlack)
+	return pc.c.SetWriteDeadline(pc.wd)
+}
+
+// setDeadline sets both deadlines of the connection to t.
+func (pc *upConn) setDeadline(t time.Time) {
+	pc.rd, pc.wd = t, t
+	_ = pc.c.SetDeadline(t)
+}
+
+// stop unblocks every read and write on the connection for good, from any
+// goroutine: the connection is not used again.
+func (pc *upConn) stop() {
+	pc.stopped.Store(true)
+	_ = pc.c.SetDeadline(aLongTimeAgo)
 }
 
 type writerOnly struct{ io.Writer }
