@@ -26,7 +26,7 @@ func BenchmarkWrapper(b *testing.B) {
 	const clients = 8
 	rounds, window := 6, 300*time.Millisecond
 	if testing.Short() {
-		rounds, window = 1, 50*time.Millisecond
+		rounds, window = 1, 150*time.Millisecond
 	}
 	for _, fx := range fixtures {
 		b.Run(fx.runtime, func(b *testing.B) {
