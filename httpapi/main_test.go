@@ -99,14 +99,19 @@ func setup(t testing.TB, configure ...func(*httpapi.Config)) *fixture {
 }
 
 // newVerifier returns the verifier of the tests' servers: HS256 with
-// testSecret, RS256 with testRSAKey under rsaKid, testIssuer and testAudience.
-func newVerifier(t testing.TB) *auth.Verifier {
+// testSecret, RS256 with testRSAKey under rsaKid, testIssuer and
+// testAudience; configure may change its Config.
+func newVerifier(t testing.TB, configure ...func(*auth.Config)) *auth.Verifier {
 	t.Helper()
 	jwks := filepath.Join(t.TempDir(), "jwks.json")
 	if err := os.WriteFile(jwks, jwksDoc(&testRSAKey().PublicKey), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	verifier, err := auth.NewVerifier(auth.Config{HS256Secret: testSecret, JWKSFile: jwks, Issuer: testIssuer, Audience: testAudience})
+	cfg := auth.Config{HS256Secret: testSecret, JWKSFile: jwks, Issuer: testIssuer, Audience: testAudience}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	verifier, err := auth.NewVerifier(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

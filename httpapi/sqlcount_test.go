@@ -19,6 +19,7 @@ import (
 
 	"github.com/slessio/sless/httpapi"
 	"github.com/slessio/sless/httpapi/apitest"
+	"github.com/slessio/sless/httpapi/auth"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -211,7 +212,8 @@ func perOp(before, after sqlSnapshot, n int) sqlPerOp {
 // setupCounted is setup (rate limit off) on a pool of its own on the
 // package's shared database, whose traffic sql counts: every statement the
 // API, its store and the benchmark send. The pool is as large as pgtest's.
-func setupCounted(b *testing.B, sql *sqlCounter) *fixture {
+// configure may change the verifier's Config.
+func setupCounted(b *testing.B, sql *sqlCounter, configure ...func(*auth.Config)) *fixture {
 	b.Helper()
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(pgtest.URL(b))
@@ -231,7 +233,7 @@ func setupCounted(b *testing.B, sql *sqlCounter) *fixture {
 	}
 	backend := apitest.NewBackend(b) // for its code store; its Store, on pgtest's pool, stays unused
 	st := store.New(pool, rc)
-	clk, verifier := &clock{}, newVerifier(b)
+	clk, verifier := &clock{}, newVerifier(b, configure...)
 	api, err := httpapi.New(httpapi.Config{Store: st, Code: backend.Code, Secrets: apitest.Vault(b, pool), Verifier: verifier,
 		ExternalURL: externalURL + "/", Now: clk.Now, RateLimit: -1})
 	if err != nil {

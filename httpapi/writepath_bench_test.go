@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -51,7 +52,11 @@ import (
 // round trips the pool sent PostgreSQL (a pgx tracer, sqlCounter, with the
 // statements of the last round listed in the log). ns/op means nothing here.
 // SLESS_BENCH_ONLY=create (or raw-insert, minimal, update) runs one phase,
-// for a profile. With -short (the smoke run) each phase lasts 0.2 s, once.
+// for a profile. The token is HS256; SLESS_BENCH_TOKEN=rs256 sends an RS256
+// one (an identity provider's, through a JWKS), SLESS_BENCH_TOKEN_CACHE=off
+// turns the verifier's token cache off (auth.Config.TokenCacheSize), for
+// the API and the minimal handler alike. With -short (the smoke run) each
+// phase lasts 0.2 s, once.
 //
 //	go test ./httpapi -run '^$' -bench WritePath -benchtime 1x -v
 func BenchmarkWritePath(b *testing.B) {
@@ -68,7 +73,11 @@ func BenchmarkWritePath(b *testing.B) {
 		phase = time.Duration(s * float64(time.Second))
 	}
 	sql := &sqlCounter{}
-	f := setupCounted(b, sql)
+	f := setupCounted(b, sql, func(cfg *auth.Config) {
+		if os.Getenv("SLESS_BENCH_TOKEN_CACHE") == "off" {
+			cfg.TokenCacheSize = -1
+		}
+	})
 	ctx := context.Background()
 	for _, table := range []string{"bench_raw_insert", "bench_minimal"} {
 		if _, err := f.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
@@ -81,6 +90,9 @@ func BenchmarkWritePath(b *testing.B) {
 	b.Cleanup(minimal.Close)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: writers, MaxConnsPerHost: writers}}
 	c := f.tenant()
+	if os.Getenv("SLESS_BENCH_TOKEN") == "rs256" {
+		c.token = sign(b, jwt.SigningMethodRS256, testRSAKey(), rsaKid, claims(c.sub))
+	}
 	send := func(base, method, path string, body []byte, want int) error {
 		req, _ := http.NewRequest(method, base+path, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+c.token)
