@@ -296,3 +296,32 @@ func TestProxyAnswerInPieces(t *testing.T) {
 		t.Fatalf("the requests came on %d connections, want 1", len(peers))
 	}
 }
+
+// TestProxyReusesConnectionsAfterAPause: a request with a body, which is
+// sent only on a connection seen open first, takes the idle connection
+// the last request left, also once the deadlines that request set on it
+// have passed.
+func TestProxyReusesConnectionsAfterAPause(t *testing.T) {
+	t.Parallel()
+	f := setup(t, options{})
+	var mu sync.Mutex
+	peers := map[string]bool{}
+	f.upstream("pause", 1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		peers[r.RemoteAddr] = true
+		mu.Unlock()
+		io.Copy(w, r.Body)
+	}))
+	for i := range 3 {
+		req, _ := http.NewRequest(http.MethodPost, f.fnURL("pause", "/"), strings.NewReader("body"))
+		if a := f.do(req); a.status != http.StatusOK || string(a.body) != "body" {
+			t.Fatalf("request %d: %d %q", i, a.status, a.body)
+		}
+		time.Sleep(1200 * time.Millisecond) // past the function's timeout, which the exchange's deadlines follow
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(peers) != 1 {
+		t.Fatalf("3 requests apart came on %d connections, want 1", len(peers))
+	}
+}
