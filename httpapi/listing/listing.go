@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/slessio/sless/domain"
@@ -49,14 +50,15 @@ func Build(ns string, fs []domain.Function, ts []domain.Trigger, urlOf func(ns, 
 	for _, t := range ts {
 		byFunction[t.Function] = append(byFunction[t.Function], t)
 	}
-	page := Page{Namespace: ns}
+	page := Page{Namespace: ns, Entries: make([]Entry, 0, len(fs))}
 	for _, f := range fs {
 		if !hidden[f.Name] {
 			page.Entries = append(page.Entries, newEntry(f, byFunction[f.Name], urlOf))
 		}
 	}
+	// By pointer: an Entry holds its whole Function, too large to copy twice per comparison.
 	sort.SliceStable(page.Entries, func(i, j int) bool {
-		a, b := page.Entries[i], page.Entries[j]
+		a, b := &page.Entries[i], &page.Entries[j]
 		if a.Active != b.Active {
 			return a.Active
 		}
@@ -131,23 +133,31 @@ func leads(t, lead *domain.Trigger) bool {
 // Text renders the listing for a terminal.
 func (p Page) Text() []byte {
 	var buf bytes.Buffer
+	buf.Grow(256 * (len(p.Entries) + 1))
 	dash := func(s string) string {
 		if s == "" {
 			return "-"
 		}
 		return s
 	}
-	for _, e := range p.Entries {
-		fmt.Fprintf(&buf, "# %s\n", e.Comment)
-		fmt.Fprintf(&buf, "name:     %s\n", e.Name)
-		fmt.Fprintf(&buf, "runtime:  %s\n", e.Runtime)
-		fmt.Fprintf(&buf, "phase:    %s\n", e.Phase)
-		fmt.Fprintf(&buf, "active:   %t\n", e.Active)
-		fmt.Fprintf(&buf, "url:      %s\n", dash(e.URL))
-		fmt.Fprintf(&buf, "cron:     %s\n", dash(e.Cron))
-		fmt.Fprintf(&buf, "created:  %s\n", e.Created)
-		fmt.Fprintf(&buf, "built:    %s\n", dash(e.Built))
-		fmt.Fprintf(&buf, "message:  %s\n\n", dash(oneLine(e.Message)))
+	line := func(label, value string) {
+		buf.WriteString(label)
+		buf.WriteString(value)
+		buf.WriteByte('\n')
+	}
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		line("# ", e.Comment)
+		line("name:     ", e.Name)
+		line("runtime:  ", e.Runtime)
+		line("phase:    ", e.Phase)
+		line("active:   ", strconv.FormatBool(e.Active))
+		line("url:      ", dash(e.URL))
+		line("cron:     ", dash(e.Cron))
+		line("created:  ", e.Created)
+		line("built:    ", dash(e.Built))
+		line("message:  ", dash(oneLine(e.Message)))
+		buf.WriteByte('\n')
 	}
 	fmt.Fprintf(&buf, "-- namespace %s: %d function%s\n", p.Namespace, len(p.Entries), Plural(len(p.Entries)))
 	return buf.Bytes()
