@@ -212,20 +212,39 @@ func (s *Store) ListInvocations(ctx context.Context, q InvocationQuery) (Invocat
 		}
 		curAt, curID = at, pgtype.UUID{Bytes: id, Valid: true}
 	}
-	args := pgx.NamedArgs{
-		"ns": q.Namespace, "fn": q.Function, "limit": limit + 1,
-		"since": optionalTime(q.Since), "until": optionalTime(q.Until),
-		"smin": q.StatusMin, "smax": q.StatusMax,
-		"use_cursor": useCursor, "cur_at": curAt, "cur_id": curID,
+	// Only the filters given are in the statement: "(@since IS NULL OR
+	// started_at >= @since)" would do in one, but a generic plan of it (a
+	// prepared statement's from its sixth run on) neither skips partitions
+	// nor bounds the index by it — 8.6 s for a function's errors of the
+	// last hour at 10 M rows, where this takes 0.3 ms.
+	args := pgx.NamedArgs{"ns": q.Namespace, "fn": q.Function, "limit": limit + 1}
+	where := []string{"namespace = @ns", "function = @fn"}
+	filter := func(cond, name string, value any) {
+		where = append(where, cond)
+		args[name] = value
+	}
+	if !q.Since.IsZero() {
+		filter("started_at >= @since", "since", q.Since)
+	}
+	if !q.Until.IsZero() {
+		filter("started_at < @until", "until", q.Until)
+	}
+	// Statuses are written into the statement (numbers, nothing to
+	// escape), so that any plan of it, generic too, can prove a bound of
+	// 400 or more implies invocations_errors_idx's predicate.
+	if q.StatusMin != 0 {
+		where = append(where, "status >= "+strconv.Itoa(q.StatusMin))
+	}
+	if q.StatusMax != 0 {
+		where = append(where, "status <= "+strconv.Itoa(q.StatusMax))
+	}
+	if useCursor {
+		filter("(started_at, id) < (@cur_at, @cur_id)", "cur_at", curAt)
+		args["cur_id"] = curID
 	}
 	// The logs stay out of lists: a page of 1,000 could carry 64 MiB.
 	rows, _ := s.pool.Query(ctx, `SELECT `+strings.Replace(invocationColumns, " log,", " ''::text,", 1)+` FROM invocations
-		WHERE namespace = @ns AND function = @fn
-		  AND (@since::timestamptz IS NULL OR started_at >= @since)
-		  AND (@until::timestamptz IS NULL OR started_at < @until)
-		  AND (@smin::int = 0 OR status >= @smin)
-		  AND (@smax::int = 0 OR status <= @smax)
-		  AND (NOT @use_cursor::bool OR (started_at, id) < (@cur_at::timestamptz, @cur_id::uuid))
+		WHERE `+strings.Join(where, " AND ")+`
 		ORDER BY started_at DESC, id DESC
 		LIMIT @limit`, args)
 	invs, err := pgx.CollectRows(rows, scanInvocation)
@@ -276,13 +295,6 @@ func (s *Store) LastInvocationEnd(ctx context.Context, ns, function string, sinc
 		return time.Time{}, nil
 	}
 	return ended.UTC(), dbError("last invocation", err)
-}
-
-func optionalTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }
 
 // encodeInvocationCursor makes the opaque cursor "<unix µs>.<id>".

@@ -31,6 +31,19 @@ func day(t time.Time) time.Time {
 
 func partitionName(d time.Time) string { return partitionPrefix + d.Format("20060102") }
 
+// partitionStatistics creates a partition's statistics of namespace and
+// function together: a function's name says its namespace, and taken as
+// independent the two make the planner expect a few rows of a function
+// where it has hundreds — it then sorts all of them for "the last 100"
+// instead of reading the newest 101 off the index (1.3 s against 0.26 ms
+// at 10 M rows). The planner reads a partition's own statistics, not the
+// parent table's, so each partition gets them; ANALYZE (autovacuum's)
+// fills them in. Migration 00019 gave them to the partitions before it.
+func partitionStatistics(partition string) string {
+	return fmt.Sprintf(`CREATE STATISTICS IF NOT EXISTS %s (dependencies, ndistinct) ON namespace, function FROM %s`,
+		pgx.Identifier{partition + "_function_stats"}.Sanitize(), pgx.Identifier{partition}.Sanitize())
+}
+
 // EnsureInvocationPartitions creates the daily partitions of the invocation
 // log for every UTC day from from's to to's, inclusive, that does not exist
 // yet. The writer calls it for the days it writes; run it daily for the days
@@ -51,6 +64,9 @@ func (s *Store) EnsureInvocationPartitions(ctx context.Context, from, to time.Ti
 			sql := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF invocations FOR VALUES FROM ('%s') TO ('%s')`,
 				partitionName(d), d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
 			if _, err := tx.Exec(ctx, sql); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, partitionStatistics(partitionName(d))); err != nil {
 				return err
 			}
 		}
