@@ -182,7 +182,8 @@ func projectTrigger(b *pgx.Batch, des []domain.Event, t *domain.Trigger, ns, nam
 		}
 	}
 	if !t.Exists {
-		b.Queue(`DELETE FROM triggers WHERE namespace = $1 AND name = $2`, ns, name)
+		b.Queue(`WITH f AS (DELETE FROM cron_fired WHERE namespace = $1 AND trigger = $2)
+		         DELETE FROM triggers WHERE namespace = $1 AND name = $2`, ns, name)
 		return ""
 	}
 	b.Queue(`INSERT INTO triggers (namespace, name, type, function, schedule, enabled, active, created_at)

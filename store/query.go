@@ -191,27 +191,35 @@ func (s *Store) ListTriggers(ctx context.Context, ns, function string) ([]domain
 type CronTrigger struct {
 	domain.Trigger
 	ActiveSince time.Time
+	// LastFired is the last slot enqueued for it (RecordFiredSlotsTx); zero
+	// when none is recorded.
+	LastFired time.Time
 }
 
 // ListFiringCronTriggers returns, in one query, the cron triggers that fire:
 // enabled, active, of a function with an active version; ordered by
-// namespace and name.
+// namespace and name; each with the last slot fired.
 //
 // Errors: EUNAVAILABLE, EINTERNAL.
 func (s *Store) ListFiringCronTriggers(ctx context.Context) ([]CronTrigger, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT t.namespace, t.name, t.type, t.function, t.schedule, t.enabled, t.active, t.created_at,
-			coalesce(t.active_since, '-infinity')
+			coalesce(t.active_since, '-infinity'), coalesce(c.slot, '-infinity')
 		FROM triggers t JOIN functions f ON f.namespace = t.namespace AND f.name = t.function
+		LEFT JOIN cron_fired c ON c.namespace = t.namespace AND c.trigger = t.name
 		WHERE t.type = '`+string(domain.TriggerCron)+`' AND t.enabled AND t.active AND f.active_version > 0
 		ORDER BY t.namespace, t.name`)
+	finite := func(t pgtype.Timestamptz) time.Time {
+		if t.Valid && t.InfinityModifier == pgtype.Finite {
+			return t.Time.UTC()
+		}
+		return time.Time{}
+	}
 	ts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (CronTrigger, error) {
 		var c CronTrigger
-		var since pgtype.Timestamptz
-		err := row.Scan(&c.Namespace, &c.Name, &c.Type, &c.Function, &c.Schedule, &c.Enabled, &c.Active, &c.CreatedAt, &since)
+		var since, fired pgtype.Timestamptz
+		err := row.Scan(&c.Namespace, &c.Name, &c.Type, &c.Function, &c.Schedule, &c.Enabled, &c.Active, &c.CreatedAt, &since, &fired)
 		c.Exists, c.CreatedAt = true, c.CreatedAt.UTC()
-		if since.Valid && since.InfinityModifier == pgtype.Finite {
-			c.ActiveSince = since.Time.UTC()
-		}
+		c.ActiveSince, c.LastFired = finite(since), finite(fired)
 		return c, err
 	})
 	return ts, dbError("list firing cron triggers", err)

@@ -77,27 +77,27 @@ func (t *Tx) Requeue(ctx context.Context, args river.JobArgs) (bool, error) {
 	return len(res) == 1 && !res[0].UniqueSkippedAsDuplicate, nil
 }
 
-// TriggerRef names a trigger of a namespace.
-type TriggerRef struct{ Namespace, Trigger string }
+// FiredSlot is a slot of a cron trigger enqueued.
+type FiredSlot struct {
+	Namespace, Trigger string
+	Slot               time.Time
+}
 
-// LatestSlots returns, for each trigger with jobs of kind that River still
-// keeps, the latest of their args' slot (a timestamp): the cron slots
-// enqueued already. Jobs of kind must carry "namespace", "trigger" and "slot"
-// in their args.
+// RecordFiredSlotsTx records, in the transaction that enqueues their jobs,
+// the slots fired: each trigger's becomes its CronTrigger.LastFired (a
+// later one recorded before is kept).
 //
-// Errors: EUNAVAILABLE.
-func (s *Store) LatestSlots(ctx context.Context, kind string) (map[TriggerRef]time.Time, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT args->>'namespace', args->>'trigger', max((args->>'slot')::timestamptz)
-		FROM river_job WHERE kind = $1 GROUP BY 1, 2`, kind)
-	out := map[TriggerRef]time.Time{}
-	var k TriggerRef
-	var slot time.Time
-	_, err := pgx.ForEachRow(rows, []any{&k.Namespace, &k.Trigger, &slot}, func() error {
-		out[k] = slot.UTC()
+// Errors: EUNAVAILABLE, EINTERNAL.
+func (s *Store) RecordFiredSlotsTx(ctx context.Context, tx pgx.Tx, slots []FiredSlot) error {
+	if len(slots) == 0 {
 		return nil
-	})
-	if err != nil {
-		return nil, domain.Errorf(domain.EUNAVAILABLE, "read the latest slots of %s jobs: %v", kind, err)
 	}
-	return out, nil
+	nss, triggers, at := make([]string, len(slots)), make([]string, len(slots)), make([]time.Time, len(slots))
+	for i, f := range slots {
+		nss[i], triggers[i], at[i] = f.Namespace, f.Trigger, f.Slot
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO cron_fired (namespace, trigger, slot)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[])
+		ON CONFLICT (namespace, trigger) DO UPDATE SET slot = greatest(cron_fired.slot, excluded.slot)`, nss, triggers, at)
+	return dbError("record fired cron slots", err)
 }

@@ -24,19 +24,21 @@ import (
 // namespaces; schedules: 2 % every minute, 8 % every 5 minutes, 20 % every
 // 15, 40 % hourly and 30 % daily, at random minutes), with River holding
 // what a day of firing them leaves: the cron_run jobs of every slot of the
-// last 24 hours, completed (River keeps them that long, and the tick reads
-// the last slot fired from them; about 800,000 rows).
+// last 24 hours, completed (River keeps them that long; about 800,000
+// rows, which the tick read the last slot fired from until it recorded them
+// in cron_fired).
 //
 // A tick is what workers' cron_tick job does (workers/cron.go,
 // cronTickWorker.Work, unexported: see cronTick): the firing triggers
-// (store.ListFiringCronTriggers), the last slot fired of each
-// (store.LatestSlots), each trigger's due slot, and one transaction
-// inserting a workers.CronRunArgs job per due slot (store.InsertJobsTx).
+// with the last slot fired of each (store.ListFiringCronTriggers), each
+// trigger's due slot, and one transaction inserting a workers.CronRunArgs
+// job per due slot (store.InsertJobsTx) and recording the slots
+// (store.RecordFiredSlotsTx).
 // Ticks run every 5 s of a simulated clock across a top of the hour (where
 // 2,000 and more slots fall due at once), each timed on the wall clock; it
 // reports p50 and p99 (target ≤ 100 ms), the time of each step in the
-// slowest tick and in the one with the most slots due, and the plans of the
-// two reads (auto_explain, see planCapture). With -short: 100 triggers and
+// slowest tick and in the one with the most slots due, and the plan of the
+// read (auto_explain, see planCapture). With -short: 100 triggers and
 // 6 ticks.
 //
 //	go test ./store/storebench -run '^$' -bench CronTick -benchtime 1x -v
@@ -122,16 +124,12 @@ func BenchmarkCronTick(b *testing.B) {
 		what string
 		st   tickSteps
 	}{{"slowest tick", slowest}, {"tick with the most slots due", busiest}} {
-		b.Logf("%s (%d slots due): firing triggers %.1f ms, latest slots %.1f ms, due slots %.1f ms, insert %.1f ms",
-			t.what, t.st.due, ms(t.st.list), ms(t.st.latest), ms(t.st.decide), ms(t.st.insert))
+		b.Logf("%s (%d slots due): firing triggers %.1f ms, due slots %.1f ms, insert %.1f ms",
+			t.what, t.st.due, ms(t.st.list), ms(t.st.decide), ms(t.st.insert))
 	}
 	pc := newPlanCapture(b, pool.Config().ConnString())
 	b.Logf("the plan of ListFiringCronTriggers:\n%s", pc.plan("auto", func(s *store.Store) error {
 		_, err := s.ListFiringCronTriggers(ctx)
-		return err
-	}))
-	b.Logf("the plan of LatestSlots:\n%s", pc.plan("auto", func(s *store.Store) error {
-		_, err := s.LatestSlots(ctx, workers.CronRunArgs{}.Kind())
 		return err
 	}))
 	b.Logf("load average: %s", loadAverage())
@@ -202,18 +200,19 @@ func loadFiredSlots(b *testing.B, pool interface {
 
 // tickSteps is the time of each step of one tick, and how many slots it enqueued.
 type tickSteps struct {
-	list, latest, decide, insert time.Duration
-	due                          int
+	list, decide, insert time.Duration
+	due                  int
 }
 
-func (t tickSteps) total() time.Duration { return t.list + t.latest + t.decide + t.insert }
+func (t tickSteps) total() time.Duration { return t.list + t.decide + t.insert }
 
 // cronTick is one tick of the cron enqueuer at now, step for step as
 // workers' cronTickWorker.Work (workers/cron.go) does it but for completing
-// its own River job in the insert's transaction: the firing triggers, the
-// last slot of each still in River, each one's latest due slot after the
-// later of that, its activation and now - catchUp, then one transaction
-// inserting a cron_run job (unique by trigger and slot) per due slot.
+// its own River job in the insert's transaction: the firing triggers with
+// the last slot of each, each one's latest due slot after the later of
+// that, its activation and now - catchUp, then one transaction inserting a
+// cron_run job (unique by trigger and slot) per due slot and recording the
+// slots.
 func cronTick(ctx context.Context, s *store.Store, now time.Time, catchUp time.Duration) (tickSteps, int, error) {
 	var st tickSteps
 	t := time.Now()
@@ -223,29 +222,27 @@ func cronTick(ctx context.Context, s *store.Store, now time.Time, catchUp time.D
 	}
 	st.list = time.Since(t)
 	t = time.Now()
-	fired, err := s.LatestSlots(ctx, workers.CronRunArgs{}.Kind())
-	if err != nil {
-		return st, 0, err
-	}
-	st.latest = time.Since(t)
-	t = time.Now()
 	var params []river.InsertManyParams
+	var fired []store.FiredSlot
 	for _, tr := range triggers {
 		sched, err := domain.ParseCron(tr.Schedule)
 		if err != nil {
 			return st, 0, err
 		}
-		since := slices.MaxFunc([]time.Time{tr.ActiveSince, fired[store.TriggerRef{Namespace: tr.Namespace, Trigger: tr.Name}], now.Add(-catchUp)},
+		since := slices.MaxFunc([]time.Time{tr.ActiveSince, tr.LastFired, now.Add(-catchUp)},
 			func(a, b time.Time) int { return a.Compare(b) })
 		if slot := dueSlot(sched, since, now); !slot.IsZero() {
 			params = append(params, river.InsertManyParams{Args: workers.CronRunArgs{Namespace: tr.Namespace, Trigger: tr.Name, Slot: slot}})
+			fired = append(fired, store.FiredSlot{Namespace: tr.Namespace, Trigger: tr.Name, Slot: slot})
 		}
 	}
 	st.decide, st.due = time.Since(t), len(params)
 	t = time.Now()
 	err = s.InTx(ctx, func(tx pgx.Tx) error {
-		_, err := s.InsertJobsTx(ctx, tx, params)
-		return err
+		if _, err := s.InsertJobsTx(ctx, tx, params); err != nil {
+			return err
+		}
+		return s.RecordFiredSlotsTx(ctx, tx, fired)
 	})
 	st.insert = time.Since(t)
 	return st, len(params), err
