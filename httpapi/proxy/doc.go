@@ -41,6 +41,22 @@
 // cannot say (Kubernetes: endpoints every plane shares) owns every
 // endpoint, and stops nothing of its own.
 //
+// # Serving
+//
+// The Proxy is an http.Handler, which net/http's server can serve. Its own
+// Server (server.go) serves it for less: a goroutine per connection reads
+// each request head with fasthttp's parser and answers through a response
+// writer of its own, with no background read, no goroutine and mostly no
+// deadline per request; the client leaving is watched only while something
+// waits on the request's context (serverctx.go). It takes only the proxy's
+// requests in their common form — /fn/ and /async-fn/ targets, HTTP/1.1, a
+// body with a Content-Length or none, a head of at most 4 KiB that both
+// fasthttp's and net/http's rules accept, no Expect — and hands every other
+// connection, with the bytes it read of it, to a fallback net/http server
+// (the API's, whose handler routes /fn here too), which serves it from
+// there on. Its answers are framed, sniffed and closed as net/http's are
+// (TestServerAnswersAsNetHTTP), and the behaviour tests run on both.
+//
 // # Forwarding
 //
 // A forwarder of the proxy's own (forwarder.go), on its own pool of

@@ -50,8 +50,13 @@ func decodeEcho(t testing.TB, a answer) echo {
 // Python function process.
 func TestProxyThroughPython(t *testing.T) {
 	t.Parallel()
+	eachServer(t, testProxyThroughPython)
+}
+
+func testProxyThroughPython(t *testing.T, fast bool) {
+	t.Parallel()
 	const platformToken = "Bearer sless_a-token-of-the-api"
-	f := setup(t, options{cfg: func(c *proxy.Config) {
+	f := setup(t, options{fast: fast, cfg: func(c *proxy.Config) {
 		c.PlatformToken = func(h string) bool { return h == platformToken }
 	}})
 	f.deploy("echo", pySpec, pyEcho)
@@ -223,7 +228,12 @@ func TestProxyThroughPython(t *testing.T) {
 // timeout and half a second.
 func TestProxyTimeout(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyTimeout)
+}
+
+func testProxyTimeout(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	spec := pySpec
 	spec.TimeoutSec = 1
 	f.deploy("slow", spec, pyEcho)
@@ -248,7 +258,12 @@ func TestProxyTimeout(t *testing.T) {
 // side can tell that its request was cancelled, or when a chunk was flushed.
 func TestProxyCancelsUpstreamAndStreams(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyCancelsUpstreamAndStreams)
+}
+
+func testProxyCancelsUpstreamAndStreams(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	cancelled := make(chan struct{})
 	arrived := make(chan struct{})
 	release := make(chan struct{})
@@ -334,7 +349,12 @@ func TestProxyCancelsUpstreamAndStreams(t *testing.T) {
 // TestProxyUpgrade: a protocol switch (WebSocket style) passes through.
 func TestProxyUpgrade(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyUpgrade)
+}
+
+func testProxyUpgrade(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	f.upstream("ws", 30, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "echo" {
 			http.Error(w, "want an upgrade", 400)
@@ -378,7 +398,12 @@ func TestProxyUpgrade(t *testing.T) {
 // (and those its Connection header names) never reach the caller.
 func TestProxyTrustedForwarding(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{cfg: func(c *proxy.Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")} }})
+	eachServer(t, testProxyTrustedForwarding)
+}
+
+func testProxyTrustedForwarding(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast, cfg: func(c *proxy.Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")} }})
 	seen := make(chan http.Header, 4)
 	f.upstream("fw", 30, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen <- r.Header.Clone()
@@ -416,7 +441,12 @@ func TestProxyTrustedForwarding(t *testing.T) {
 // past its timeout has its response cut, and the record says why.
 func TestProxyTimeoutDuringResponse(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyTimeoutDuringResponse)
+}
+
+func testProxyTimeoutDuringResponse(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	f.upstream("slowbody", 1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "partial ")
@@ -450,8 +480,12 @@ func TestProxyTimeoutDuringResponse(t *testing.T) {
 // few MiB of the proxy's memory, not the body. Not parallel: the heap it
 // samples is the process's, and parallel tests wait while it runs.
 func TestProxyLargeUploadMemory(t *testing.T) {
+	eachServer(t, testProxyLargeUploadMemory)
+}
+
+func testProxyLargeUploadMemory(t *testing.T, fast bool) {
 	const size = 100 << 20
-	f := setup(t, options{cfg: func(c *proxy.Config) { c.MaxBodyBytes = 128 << 20 }})
+	f := setup(t, options{fast: fast, cfg: func(c *proxy.Config) { c.MaxBodyBytes = 128 << 20 }})
 	got := make(chan int64, 2)
 	f.upstream("big", 60, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
@@ -516,7 +550,12 @@ func (zeros) Read(p []byte) (int, error) {
 // upgrade is recorded as 101.
 func TestProxyWebSocket(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyWebSocket)
+}
+
+func testProxyWebSocket(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	f.upstream("ws", 30, websocket.Handler(func(ws *websocket.Conn) {
 		for {
 			var msg string
@@ -556,7 +595,12 @@ func TestProxyWebSocket(t *testing.T) {
 // raw bytes — and never the request hidden after the body.
 func TestProxyNoSmuggling(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyNoSmuggling)
+}
+
+func testProxyNoSmuggling(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	var seen, smuggled atomic.Int64
 	f.upstream("sm", 30, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen.Add(1)
@@ -595,7 +639,12 @@ func TestProxyNoSmuggling(t *testing.T) {
 // function: each is a 4xx, and a canary listening elsewhere sees nothing.
 func TestProxyRejectsPathTricks(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyRejectsPathTricks)
+}
+
+func testProxyRejectsPathTricks(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	var canaryHits atomic.Int64
 	canary := f.upstream("canary", 30, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { canaryHits.Add(1) }))
 	cu, _ := url.Parse(canary.URL)
@@ -651,8 +700,13 @@ func TestProxyRejectsPathTricks(t *testing.T) {
 // function never sees the request.
 func TestProxyBodyLimit(t *testing.T) {
 	t.Parallel()
+	eachServer(t, testProxyBodyLimit)
+}
+
+func testProxyBodyLimit(t *testing.T, fast bool) {
+	t.Parallel()
 	var hits atomic.Int64
-	f := setup(t, options{cfg: func(c *proxy.Config) { c.MaxBodyBytes = 1 << 20 }})
+	f := setup(t, options{fast: fast, cfg: func(c *proxy.Config) { c.MaxBodyBytes = 1 << 20 }})
 	f.upstream("up", 30, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		io.Copy(io.Discard, r.Body)
@@ -688,7 +742,12 @@ func TestProxyBodyLimit(t *testing.T) {
 // is not served.
 func TestProxyNotReady(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyNotReady)
+}
+
+func testProxyNotReady(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	f.create("building", pySpec, pyEcho, true)
 	f.waitRoute("building", func(st proxy.RouteState) bool { return st.HTTPTriggers == 1 })
 	wantError(t, f.get("building", "/"), 503, domain.EUNAVAILABLE, "not ready", "Building")

@@ -43,7 +43,12 @@ func rawAnswers(answers map[string]string) http.Handler {
 // begun, into a response the client sees cut, never complete.
 func TestProxyResponseFraming(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyResponseFraming)
+}
+
+func testProxyResponseFraming(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	f.upstream("raw", 10, rawAnswers(map[string]string{
 		"/http10":    "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end",
 		"/trailers":  "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Sum: 42\r\n\r\n",
@@ -124,7 +129,12 @@ func TestProxyResponseFraming(t *testing.T) {
 // sent raw, so that no client library tidies it first.
 func TestProxyRequestHead(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyRequestHead)
+}
+
+func testProxyRequestHead(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	type seen struct {
 		Header        http.Header
 		ContentLength int64
@@ -182,7 +192,12 @@ func TestProxyRequestHead(t *testing.T) {
 // travel on one kept-alive connection to the function.
 func TestProxyReusesConnections(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyReusesConnections)
+}
+
+func testProxyReusesConnections(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	var mu sync.Mutex
 	peers := map[string]bool{}
 	f.upstream("reuse", 10, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -215,7 +230,12 @@ func TestProxyReusesConnections(t *testing.T) {
 // sees the cut request.
 func TestProxyClientLeavesDuringUpload(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyClientLeavesDuringUpload)
+}
+
+func testProxyClientLeavesDuringUpload(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	var seen sync.Map
 	f.upstream("upload", 10, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
@@ -246,7 +266,12 @@ func TestProxyClientLeavesDuringUpload(t *testing.T) {
 // answer on that connection after it.
 func TestProxyAnswerInPieces(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyAnswerInPieces)
+}
+
+func testProxyAnswerInPieces(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	var mu sync.Mutex
 	peers := map[string]bool{}
 	f.upstream("pieces", 10, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -303,7 +328,12 @@ func TestProxyAnswerInPieces(t *testing.T) {
 // have passed.
 func TestProxyReusesConnectionsAfterAPause(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testProxyReusesConnectionsAfterAPause)
+}
+
+func testProxyReusesConnectionsAfterAPause(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	var mu sync.Mutex
 	peers := map[string]bool{}
 	f.upstream("pause", 1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -21,7 +21,12 @@ import (
 // flight end, requests pass again.
 func TestMaxConcurrency(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{cfg: func(c *proxy.Config) { c.DefaultMaxConcurrency = 1 }})
+	eachServer(t, testMaxConcurrency)
+}
+
+func testMaxConcurrency(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast, cfg: func(c *proxy.Config) { c.DefaultMaxConcurrency = 1 }})
 	arrived := make(chan struct{}, 8)
 	release := make(chan struct{})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -95,7 +100,12 @@ func TestMaxConcurrency(t *testing.T) {
 // escape its bucket by writing X-Forwarded-For. Nothing is recorded.
 func TestClientRate(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{cfg: func(c *proxy.Config) {
+	eachServer(t, testClientRate)
+}
+
+func testClientRate(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast, cfg: func(c *proxy.Config) {
 		c.ClientRate, c.ClientBurst = 0.01, 2 // a token per 100 s: nothing refills during the test
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	}})
@@ -151,8 +161,13 @@ func TestClientRate(t *testing.T) {
 // of a chunked body, up to MaxBodyBytes.
 func TestRefusedBytesIn(t *testing.T) {
 	t.Parallel()
+	eachServer(t, testRefusedBytesIn)
+}
+
+func testRefusedBytesIn(t *testing.T, fast bool) {
+	t.Parallel()
 	const limit = 64 << 10
-	f := setup(t, options{cfg: func(c *proxy.Config) { c.MaxBodyBytes = limit }})
+	f := setup(t, options{fast: fast, cfg: func(c *proxy.Config) { c.MaxBodyBytes = limit }})
 	f.upstream("off", 30, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	f.trigger("off-http", func(tr *domain.Trigger) ([]domain.Event, error) { return tr.SetEnabled(false, time.Now()) })
 	f.waitRoute("off", func(st proxy.RouteState) bool { return !st.HTTPEnabled })
@@ -184,7 +199,12 @@ func TestRefusedBytesIn(t *testing.T) {
 // them and are all served.
 func TestMaxConnsPerFunction(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{cfg: func(c *proxy.Config) { c.MaxConnsPerFunction = 2 }})
+	eachServer(t, testMaxConnsPerFunction)
+}
+
+func testMaxConnsPerFunction(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast, cfg: func(c *proxy.Config) { c.MaxConnsPerFunction = 2 }})
 	var now, peak atomic.Int64
 	var conns sync.Map
 	f.upstream("conns", 30, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

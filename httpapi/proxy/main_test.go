@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -147,7 +148,10 @@ type options struct {
 	// scale: the scaler runs several instances of a function (Scale), as
 	// serve's DriverScaler does: the autoscaler runs.
 	scale bool
-	cfg   func(*proxy.Config)
+	// fast serves the proxy on its own Server (server.go), with a net/http
+	// server as its fallback, in place of net/http's server alone.
+	fast bool
+	cfg  func(*proxy.Config)
 }
 
 func setup(t testing.TB, opts options) *fixture {
@@ -192,13 +196,40 @@ func setup(t testing.TB, opts options) *fixture {
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	f.proxy = p
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	f.url = srv.URL
+	if opts.fast {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := p.NewServer(&http.Server{Handler: p})
+		go srv.Serve(ln)
+		t.Cleanup(func() { _ = srv.Close() })
+		f.url = "http://" + ln.Addr().String()
+	} else {
+		srv := httptest.NewServer(p)
+		t.Cleanup(srv.Close)
+		f.url = srv.URL
+	}
 	f.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	t.Cleanup(f.client.CloseIdleConnections)
 	return f
+}
+
+// servers are the proxy's two front ends, which its behaviour tests run on
+// alike: net/http's server, and its own (server.go) with net/http's as the
+// fallback.
+var servers = []struct {
+	name string
+	fast bool
+}{{"net-http", false}, {"server", true}}
+
+// eachServer runs test as a subtest per front end (servers); test calls
+// t.Parallel itself, or not.
+func eachServer(t *testing.T, test func(t *testing.T, fast bool)) {
+	for _, s := range servers {
+		t.Run(s.name, func(t *testing.T) { test(t, s.fast) })
+	}
 }
 
 func newNamespace(t testing.TB) string {

@@ -19,7 +19,12 @@ import (
 // like for a cold start and are served — no 503 in between — with one start.
 func TestStartingFunctionIsWaitedFor(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testStartingFunctionIsWaitedFor)
+}
+
+func testStartingFunctionIsWaitedFor(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	w := f.build("fresh", pySpec, pyEcho)
 	f.waitRoute("fresh", func(st proxy.RouteState) bool {
 		return st.Phase == domain.PhaseReady && st.ActiveVersion == 1 && st.HTTPEnabled && st.Endpoint == ""
@@ -70,7 +75,12 @@ func TestStartingFunctionIsWaitedFor(t *testing.T) {
 // Retry-After; the start goes on, and serves the next request.
 func TestStartWaitIsBoundedByTimeout(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testStartWaitIsBoundedByTimeout)
+}
+
+func testStartWaitIsBoundedByTimeout(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	spec := pySpec
 	spec.TimeoutSec = 1
 	f.build("slow-start", spec, pyEcho)
@@ -107,7 +117,12 @@ func TestStartWaitIsBoundedByTimeout(t *testing.T) {
 // the held ones are served when the start ends.
 func TestStartWaitQueueIsBounded(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{cfg: func(c *proxy.Config) { c.MaxWaiting = 3 }})
+	eachServer(t, testStartWaitQueueIsBounded)
+}
+
+func testStartWaitQueueIsBounded(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast, cfg: func(c *proxy.Config) { c.MaxWaiting = 3 }})
 	f.build("queue", pySpec, pyEcho)
 	f.waitRoute("queue", func(st proxy.RouteState) bool { return st.Phase == domain.PhaseReady && st.HTTPEnabled })
 	hold := make(chan struct{})
@@ -151,7 +166,12 @@ def handle(event):
 // owner's invocation record.
 func TestStartFailureStaysPrivate(t *testing.T) {
 	t.Parallel()
-	f := setup(t, options{})
+	eachServer(t, testStartFailureStaysPrivate)
+}
+
+func testStartFailureStaysPrivate(t *testing.T, fast bool) {
+	t.Parallel()
+	f := setup(t, options{fast: fast})
 	f.build("crash", pySpec, pyCrashOnStart)
 	f.waitRoute("crash", func(st proxy.RouteState) bool { return st.Phase == domain.PhaseReady && st.HTTPEnabled })
 

@@ -53,8 +53,12 @@ func (f *fixture) traced(name, path string, header ...string) answer {
 // trace with a cold start child, and the function's event._headers hold a
 // traceparent whose parent is the proxy span; a warm request has no cold start.
 func TestATracedRequestIsAProxySpanWithAColdStart(t *testing.T) {
+	eachServer(t, testATracedRequestIsAProxySpanWithAColdStart)
+}
+
+func testATracedRequestIsAProxySpanWithAColdStart(t *testing.T, fast bool) {
 	spans := tracingtest.Install(t)
-	f := setup(t, options{})
+	f := setup(t, options{fast: fast})
 	f.deploy("traced", pySpec, pyEcho)
 	if err := f.proxy.Sleep(context.Background(), f.ns, "traced"); err != nil {
 		t.Fatal(err)
@@ -134,8 +138,12 @@ func (u *headerUpstream) last() http.Header {
 }
 
 func TestAFunctionsServerErrorIsASpanError(t *testing.T) {
+	eachServer(t, testAFunctionsServerErrorIsASpanError)
+}
+
+func testAFunctionsServerErrorIsASpanError(t *testing.T, fast bool) {
 	spans := tracingtest.Install(t)
-	f := setup(t, options{})
+	f := setup(t, options{fast: fast})
 	up := &headerUpstream{}
 	f.upstream("up", 5, up)
 
@@ -197,9 +205,13 @@ func (q *fakeEnqueuer) last() (context.Context, command.AsyncEnqueue) {
 // delivery job's span of another trace) is a span that links to it, and
 // the function sees the delivery span as its parent.
 func TestAnAsyncRequestIsQueuedWithItsSpan(t *testing.T) {
+	eachServer(t, testAnAsyncRequestIsQueuedWithItsSpan)
+}
+
+func testAnAsyncRequestIsQueuedWithItsSpan(t *testing.T, fast bool) {
 	spans := tracingtest.Install(t)
 	q := &fakeEnqueuer{}
-	f := setup(t, options{cfg: func(c *proxy.Config) { c.Enqueue = q }})
+	f := setup(t, options{fast: fast, cfg: func(c *proxy.Config) { c.Enqueue = q }})
 	up := &headerUpstream{}
 	f.upstream("later", 5, up)
 
@@ -264,11 +276,16 @@ func TestAnAsyncRequestIsQueuedWithItsSpan(t *testing.T) {
 // as they came, synchronously and queued.
 func TestTraceHeadersPassUnchangedWithExportOff(t *testing.T) {
 	t.Parallel() // after the tests that export: tracing is off
+	eachServer(t, testTraceHeadersPassUnchangedWithExportOff)
+}
+
+func testTraceHeadersPassUnchangedWithExportOff(t *testing.T, fast bool) {
+	t.Parallel() // after the tests that export: tracing is off
 	if tracing.Enabled() {
 		t.Fatal("spans are exported")
 	}
 	q := &fakeEnqueuer{}
-	f := setup(t, options{cfg: func(c *proxy.Config) { c.Enqueue = q }})
+	f := setup(t, options{fast: fast, cfg: func(c *proxy.Config) { c.Enqueue = q }})
 	up := &headerUpstream{}
 	f.upstream("plain", 5, up)
 	const baggage = "user=alice,tenant=t%201"
