@@ -452,8 +452,8 @@ func readOneHead(pc *upConn, c *call) (respHead, error) {
 		if !ok {
 			return hd, errBadResponse
 		}
-		l := s.add(k, bytes.TrimSpace(v))
-		if !httpguts.ValidHeaderFieldName(l.raw) {
+		l, same := s.add(k, bytes.TrimSpace(v))
+		if !same && !httpguts.ValidHeaderFieldName(l.raw) {
 			return hd, errBadResponse // also obs-fold, and space before the colon
 		}
 		switch l.key {
@@ -519,13 +519,16 @@ func (s *headerCache) start() {
 	s.connection = s.connection[:0]
 }
 
-func (s *headerCache) add(k, v []byte) headerLine {
+// add adds a line, and reports whether it is the last response's line at
+// its place (one whose name and value were checked then).
+func (s *headerCache) add(k, v []byte) (headerLine, bool) {
 	i := len(s.lines)
 	var l headerLine
+	same := false
 	if i < len(s.prev) && s.prev[i].raw == string(k) {
 		l.raw, l.key = s.prev[i].raw, s.prev[i].key
 		if s.prev[i].val == string(v) {
-			l.val = s.prev[i].val
+			l.val, same = s.prev[i].val, true
 		}
 	} else {
 		l.raw = string(k)
@@ -535,7 +538,7 @@ func (s *headerCache) add(k, v []byte) headerLine {
 		l.val = string(v)
 	}
 	s.lines = append(s.lines, l)
-	return l
+	return l, same
 }
 
 // copyN copies n bytes of a response body (n < 0: until end of file, which

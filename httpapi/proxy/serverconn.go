@@ -208,8 +208,12 @@ func (fc *serverConn) request(n int) (*http.Request, []byte) {
 	}
 	if host := h.Host(); string(host) != fc.host {
 		fc.host = string(host)
+		if !httpguts.ValidHostHeader(fc.host) {
+			fc.host = ""
+			return nil, raw
+		}
 	}
-	if !httpguts.ValidHostHeader(fc.host) || !fc.readHeader(raw[len(line)+len(crlf):n-len(crlf)]) {
+	if !fc.readHeader(raw[len(line)+len(crlf) : n-len(crlf)]) {
 		return nil, raw
 	}
 	u := &fc.url
@@ -258,8 +262,8 @@ func (fc *serverConn) readHeader(lines []byte) bool {
 		if !ok {
 			return false
 		}
-		l := fc.lines.add(k, bytes.Trim(v, " \t"))
-		if !httpguts.ValidHeaderFieldName(l.raw) || !httpguts.ValidHeaderFieldValue(l.val) {
+		l, same := fc.lines.add(k, bytes.Trim(v, " \t"))
+		if !same && (!httpguts.ValidHeaderFieldName(l.raw) || !httpguts.ValidHeaderFieldValue(l.val)) {
 			return false
 		}
 		switch l.key {

@@ -318,22 +318,34 @@ func bodyAllowed(status int) bool {
 }
 
 func writeStatusLine(bw *bufio.Writer, code int) {
-	bw.WriteString("HTTP/1.1 ")
-	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(code), 10))
-	bw.WriteByte(' ')
-	if text := http.StatusText(code); text != "" {
-		bw.WriteString(text)
-	} else {
-		bw.WriteString("status code ")
-		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(code), 10))
+	if code < len(statusLines) {
+		bw.WriteString(statusLines[code])
+		return
 	}
-	bw.WriteString("\r\n")
+	bw.WriteString(statusLine(code))
+}
+
+// statusLines are the status lines of the codes below 600, made once.
+var statusLines = func() []string {
+	lines := make([]string, 600)
+	for code := 100; code < len(lines); code++ {
+		lines[code] = statusLine(code)
+	}
+	return lines
+}()
+
+func statusLine(code int) string {
+	text := http.StatusText(code)
+	if text == "" {
+		text = "status code " + strconv.Itoa(code)
+	}
+	return "HTTP/1.1 " + strconv.Itoa(code) + " " + text + "\r\n"
 }
 
 // writeCleanHeader writes a header line with its value as net/http does:
 // line breaks become spaces, and the space around it goes.
 func writeCleanHeader(bw *bufio.Writer, k, v string) {
-	if strings.ContainsAny(v, "\r\n") {
+	if strings.IndexByte(v, '\n') >= 0 || strings.IndexByte(v, '\r') >= 0 {
 		v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
 	}
 	if len(v) > 0 && (isOWS(v[0]) || isOWS(v[len(v)-1])) {

@@ -26,7 +26,7 @@ type upstream struct {
 	maxConns int
 	idleFor  time.Duration
 
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	hosts map[string]*hostConns
 }
 
@@ -77,10 +77,15 @@ func newUpstream(maxConns int, idleFor time.Duration) *upstream {
 }
 
 func (u *upstream) host(addr string) *hostConns {
+	u.mu.RLock()
+	h := u.hosts[addr]
+	u.mu.RUnlock()
+	if h != nil {
+		return h
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	h := u.hosts[addr]
-	if h == nil {
+	if h = u.hosts[addr]; h == nil {
 		h = &hostConns{sem: make(chan struct{}, u.maxConns)}
 		u.hosts[addr] = h
 	}
