@@ -77,8 +77,19 @@
     } finally {
       refreshing = false;
       if (again) { again = false; setTimeout(refresh, 100); }
+      watchQueued();
     }
   }
+
+  // A delivery leaves the async queue without an event of its own (its
+  // invocation's row may land before its state does): while something is
+  // queued, the page looks again every 2 s.
+  let queuedTimer = null;
+  function watchQueued() {
+    clearTimeout(queuedTimer);
+    if (document.body.dataset.live && document.getElementById("queued")) queuedTimer = setTimeout(refresh, 2000);
+  }
+  watchQueued();
 
   const live = document.body.dataset.live;
   if (live && window.EventSource) {
