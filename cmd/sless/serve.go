@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -77,7 +76,10 @@ type platform struct {
 	s3      *s3embed.Server
 	driver  *runningDriver
 	workers *workers.Workers
-	http    *http.Server
+	// http serves the port: the proxy's own server takes /fn requests in
+	// their common form and hands every other connection to the API's
+	// net/http server (proxy.Server).
+	http *proxy.Server
 	// flushSpans is tracing.Setup's shutdown.
 	flushSpans func(context.Context) error
 }
@@ -245,7 +247,7 @@ func runPlatform(ctx context.Context, c *config, dev bool, stdout, stderr io.Wri
 	if err := p.resume(ctx, log); err != nil {
 		return err
 	}
-	p.http = api.HTTPServer(c.Listen)
+	p.http = p.proxy.NewServer(api.HTTPServer(c.Listen))
 	served := make(chan error, 1)
 	serving = true
 	go func() { served <- p.http.Serve(ln) }()
