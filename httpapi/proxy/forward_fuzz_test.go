@@ -31,7 +31,8 @@ func FuzzAnswer(f *testing.F) {
 			r.Method = http.MethodHead
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		pc := &upConn{c: proxySide, br: bufio.NewReaderSize(proxySide, upstreamBuffer)}
+		pc := &upConn{c: proxySide, deadline: deadline}
+		pc.br = bufio.NewReaderSize(pc, upstreamBuffer) // through Read, as dial makes it
 		_ = proxySide.SetDeadline(deadline)
 		c := &call{up: pc, ctx: r.Context(), deadline: deadline, timeout: 10}
 		rr := httptest.NewRecorder()

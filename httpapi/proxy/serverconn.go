@@ -140,7 +140,7 @@ var (
 
 // readHead waits for the next request and returns the length of its head,
 // whole in br; 0 when the loop does not take it (a head larger than br, or
-// with bare line feeds); an error ends the connection.
+// with an empty line of a bare line feed); an error ends the connection.
 func (fc *serverConn) readHead(first bool) (int, error) {
 	s := fc.s
 	fc.state.Store(connIdle)
@@ -185,13 +185,22 @@ func (fc *serverConn) request(n int) (*http.Request, []byte) {
 	if !bytes.Contains(line, fnTarget) && !bytes.Contains(line, asTarget) {
 		return nil, nil
 	}
+	if crlfs := bytes.Count(raw, crlf); bytes.Count(raw, crlf[1:]) != crlfs || bytes.Count(raw, crlf[:1]) != crlfs {
+		return nil, nil // a bare line feed or carriage return: lines net/http and fasthttp may cut apart differently
+	}
+	// The raw lines first: fasthttp rewrites some in the buffer (obs-fold).
+	if !fc.readHeader(raw[len(line)+len(crlf) : n-len(crlf)]) {
+		return nil, nil
+	}
 	h := &fc.head
 	buffered := fc.br.Buffered()
 	if err := h.Read(fc.br); err != nil { // fasthttp's rules; nothing was consumed
 		return nil, nil
 	}
-	if buffered-fc.br.Buffered() != n { // fasthttp found another end of the head
-		return nil, raw[:buffered-fc.br.Buffered()]
+	if consumed := buffered - fc.br.Buffered(); consumed != n { // fasthttp found another end of the head
+		// Its end is a "\n\r\n" or "\n\n" (refused above), so at or before
+		// the first "\r\n\r\n": never past raw.
+		return nil, raw[:min(consumed, n)]
 	}
 	method := methodString(h.Method())
 	uri := h.RequestURI()
@@ -213,23 +222,20 @@ func (fc *serverConn) request(n int) (*http.Request, []byte) {
 			return nil, raw
 		}
 	}
-	if !fc.readHeader(raw[len(line)+len(crlf) : n-len(crlf)]) {
-		return nil, raw
-	}
 	u := &fc.url
-	path, query, _ := strings.Cut(fc.uri, "?")
-	*u = url.URL{Path: path, RawQuery: query}
-	if strings.IndexByte(path, '%') >= 0 {
-		p, err := url.PathUnescape(path)
+	if path, query, _ := strings.Cut(fc.uri, "?"); plainPath(path) {
+		*u = url.URL{Path: path, RawQuery: query}
+	} else { // escapes, or bytes net/url escapes: its own parse, as net/http's
+		parsed, err := url.ParseRequestURI(fc.uri)
 		if err != nil {
 			return nil, raw
 		}
-		u.Path, u.RawPath = p, path
+		*u = *parsed
 	}
 	r := &fc.tmpl
 	*r = http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: fc.header,
-		ContentLength: length, Host: fc.host, RemoteAddr: fc.remote, RequestURI: fc.uri, Close: h.ConnectionClose(),
-		Body: http.NoBody}
+		ContentLength: length, Host: fc.host, RemoteAddr: fc.remote, RequestURI: fc.uri,
+		Close: httpguts.HeaderValuesContainsToken(fc.header["Connection"], "close"), Body: http.NoBody}
 	fc.body.reset(length)
 	fc.bodyDone = length == 0
 	if length > 0 {
@@ -279,6 +285,12 @@ func (fc *serverConn) readHeader(lines []byte) bool {
 			hdr[l.key] = vals[i : i+1 : i+1]
 		}
 	}
+	// As net/http does for HTTP/1.0 caches: Pragma: no-cache means Cache-Control: no-cache.
+	if p := hdr["Pragma"]; len(p) > 0 && p[0] == "no-cache" {
+		if _, ok := hdr["Cache-Control"]; !ok {
+			hdr["Cache-Control"] = []string{"no-cache"}
+		}
+	}
 	return true
 }
 
@@ -305,6 +317,20 @@ func methodString(m []byte) string {
 		return ""
 	}
 	return string(m)
+}
+
+// plainPath reports whether a path has only bytes net/url leaves as they
+// are (unreserved, and $&+,/:;=@): its URL is the path itself, no RawPath.
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-_.~$&+,/:;=@", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // hasCTL reports whether a request target has a control byte (net/url refuses them).
