@@ -245,11 +245,11 @@ func (fc *serverConn) request(n int) (*http.Request, []byte) {
 }
 
 // readHeader fills the connection's header map from the raw header lines
-// of a head fasthttp accepted, as net/http would (Host is the request's,
-// not a header), and reports whether the loop takes the request: no line
-// net/http refuses or fasthttp reads otherwise (obs-fold), no
-// Transfer-Encoding, no Expect (net/http answers 100-continue as it reads
-// the body, and refuses the others).
+// of a head, before fasthttp reads it, as net/http would (Host is the
+// request's, not a header), and reports whether the loop takes the
+// request: no line net/http refuses or fasthttp reads otherwise (obs-fold),
+// no Transfer-Encoding, no Expect (net/http answers 100-continue as it
+// reads the body, and refuses the others).
 func (fc *serverConn) readHeader(lines []byte) bool {
 	hdr := fc.header
 	clear(hdr)
