@@ -115,6 +115,7 @@ type loadResult struct {
 	p50, p99           time.Duration // in the closed loop
 	requests           int           // answered in the closed loop
 	cpu                time.Duration // per request in the closed loop, of the target's processes; 0: unknown
+	allocs             float64       // per request in the closed loop, of this whole process (an in-process column under wrk); 0: unknown
 	rate               float64       // of the open loop at half of direct's max; 0: none
 	halfP50, halfP99   time.Duration // in that open loop
 	lightP50, lightP99 time.Duration // in the open loop at lightRate; 0: none
@@ -140,6 +141,7 @@ func medianResult(runs []*loadResult) *loadResult {
 		p50:      time.Duration(pick(func(r *loadResult) float64 { return float64(r.p50) })),
 		p99:      time.Duration(pick(func(r *loadResult) float64 { return float64(r.p99) })),
 		cpu:      time.Duration(pick(func(r *loadResult) float64 { return float64(r.cpu) })),
+		allocs:   pick(func(r *loadResult) float64 { return r.allocs }),
 		requests: int(pick(func(r *loadResult) float64 { return float64(r.requests) }))}
 	for _, x := range runs {
 		r.errors += x.errors
@@ -200,6 +202,9 @@ func BenchmarkInvoke(b *testing.B) {
 			b.ReportMetric(float64(r.p99.Microseconds()), "p99-µs")
 			if r.cpu > 0 {
 				b.ReportMetric(float64(r.cpu.Nanoseconds())/1000, "cpu-µs/req")
+			}
+			if r.allocs > 0 {
+				b.ReportMetric(r.allocs, "allocs/req")
 			}
 			if r.rate > 0 {
 				b.ReportMetric(float64(r.halfP50.Microseconds()), "p50-at-half-µs")
@@ -361,6 +366,9 @@ func (ib *invokeBench) run(b *testing.B) error {
 			}
 			pids := t.pids()
 			before := testutil.CPUTicks(pids)
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			mallocs := ms.Mallocs
 			var r *loadResult
 			if wrk != "" {
 				if r, err = wrkClosedLoop(wrk, t.url, benchConcurrency, phase); err != nil {
@@ -371,6 +379,10 @@ func (ib *invokeBench) run(b *testing.B) error {
 			}
 			if len(pids) > 0 && (wrk != "" || !t.inProcess) {
 				r.cpu = testutil.CPUPerOp(testutil.CPUTicks(pids)-before, r.requests)
+			}
+			if wrk != "" && t.inProcess && r.requests > 0 {
+				runtime.ReadMemStats(&ms)
+				r.allocs = float64(ms.Mallocs-mallocs) / float64(r.requests)
 			}
 			closed[t.name] = append(closed[t.name], r)
 		}
@@ -485,6 +497,12 @@ func (ib *invokeBench) logTargets(b *testing.B, allocs int64) {
 		}
 		return fmt.Sprintf("%.0f req/s", r.maxRPS)
 	}
+	allocsOf := func(r *loadResult) string {
+		if !have(r) || r.allocs == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", r.allocs)
+	}
 	added := func(r *loadResult) string {
 		if !have(r) || r.lightP99 == 0 {
 			return "-"
@@ -550,6 +568,7 @@ func (ib *invokeBench) logTargets(b *testing.B, allocs int64) {
 		{"closed-loop throughput", rps(s), rps(sf), rps(n), rps(rp), "≥ 0.8 × nginx", orNone(rpsRes)},
 		{fmt.Sprintf("p99 added at %d req/s", lightRate), added(s), added(sf), added(n), added(rp), "≤ 1 ms", orNone(p99Res)},
 		{"allocations per proxied request (BenchmarkForward)", strconv.FormatInt(allocs, 10), "", "-", "-", "≤ 4", judge(allocs <= 4)},
+		{"allocations per request, whole process (closed loop)", allocsOf(s), allocsOf(sf), "-", allocsOf(rp), "", ""},
 	}
 	if g := ib.results["go-server"]; g != nil && g.cpu > 0 {
 		rows = append(rows, [7]string{"(floor: bare net/http answering a constant)", cpu(g), "", "", "", "", ""})
