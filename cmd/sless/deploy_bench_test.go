@@ -81,7 +81,12 @@ func BenchmarkDeploy(b *testing.B) {
 		b.Logf("first Go deploy of the tenant (its build cache empty, not a target): %.1f s, of which the build %.1f s", d.total.Seconds(), d.stages[1].Seconds())
 	}
 	for _, rt := range deployRuntimes {
+		var report func(*testing.B) // the measured run's figures, reported again by a run with a larger b.N
 		b.Run(rt.name, func(b *testing.B) {
+			if report != nil {
+				report(b)
+				return
+			}
 			var total, tools []time.Duration
 			stages := make([][]time.Duration, len(deployStages)+1)
 			for i := range deploys {
@@ -93,9 +98,12 @@ func BenchmarkDeploy(b *testing.B) {
 					stages[s] = append(stages[s], d.stages[s])
 				}
 			}
-			b.ReportMetric(0, "ns/op")
-			b.ReportMetric(ms(durPct(total, 50)), "p50-ms")
-			b.ReportMetric(ms(durPct(total, 100)), "max-ms")
+			report = func(b *testing.B) {
+				b.ReportMetric(0, "ns/op")
+				b.ReportMetric(ms(durPct(total, 50)), "p50-ms")
+				b.ReportMetric(ms(durPct(total, 100)), "max-ms")
+			}
+			report(b)
 			names := []string{"upload to build start", "build", "build end to first 200"}
 			var parts []string
 			for s, n := range names {
