@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -175,8 +172,8 @@ func BenchmarkNamespaceListing(b *testing.B) {
 		b.ReportMetric(float64(goOp.Microseconds()), ft.name+"-go-cpu-µs/op")
 		b.ReportMetric(float64(pgOp.Microseconds()), ft.name+"-pg-cpu-µs/op")
 		b.ReportMetric(sp.statements, ft.name+"-statements/op")
-		b.Logf("%s listing of %d functions (%d bytes): p50 %.2f ms, p99 %.2f ms over %d requests (target p99 ≤ 20 ms): %s; %s",
-			ft.name, functions, size[ft.name], ms(p50), ms(p99), len(ts), verdict, loadAverage())
+		b.Logf("%s listing of %d functions (%d bytes): p50 %.2f ms, p99 %.2f ms over %d requests (target p99 ≤ 20 ms): %s; load average %s",
+			ft.name, functions, size[ft.name], ms(p50), ms(p99), len(ts), verdict, testutil.LoadAverage())
 		b.Logf("  per request: cpu %d µs in this process (client and API), %d µs in postgres; %.2f statements, %.2f round trips: %s",
 			goOp.Microseconds(), pgOp.Microseconds(), sp.statements, sp.roundTrips, sp.breakdown)
 	}
@@ -211,17 +208,6 @@ func percentile(ds []time.Duration, p int) time.Duration {
 		return 0
 	}
 	return ds[min(len(ds)-1, max(0, (len(ds)*p+99)/100-1))]
-}
-
-// loadAverage says how busy the machine was over the last minute, the
-// condition of an absolute latency.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "load average unknown"
-	}
-	one, _, _ := strings.Cut(string(data), " ")
-	return fmt.Sprintf("load average %s on %d CPUs", one, runtime.NumCPU())
 }
 
 // ms is d in milliseconds.

@@ -234,7 +234,7 @@ func BenchmarkWritePath(b *testing.B) {
 		b.Logf("  by CPU per operation: %.3f (%.0f µs ÷ %.0f µs)", byCPU,
 			median(goCPU[r.ref])+median(pgCPU[r.ref]), median(goCPU[r.x])+median(pgCPU[r.x]))
 	}
-	b.Logf("conditions: %d writers, %d rounds of %v per phase, %s", writers, rounds, phase, loadAverage())
+	b.Logf("conditions: %d writers, %d rounds of %v per phase, load average %s", writers, rounds, phase, testutil.LoadAverage())
 }
 
 // minimalHandler is reference (b) of BenchmarkWritePath: POST

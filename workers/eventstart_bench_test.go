@@ -201,7 +201,7 @@ func BenchmarkEventToWorkerStart(b *testing.B) {
 	b.ReportMetric(idleCPU, "idle-cpu-ms/s")
 	b.ReportMetric(idlePG, "idle-pg-cpu-ms/s")
 	b.Logf("idle cost (nothing queued, %s): this process %.1f ms CPU/s, its PostgreSQL backends %.1f ms CPU/s", idleFor, idleCPU, idlePG)
-	b.Logf("load average at the end: %s (2 cores, shared)", loadAverage())
+	b.Logf("load average at the end: %s", testutil.LoadAverage())
 }
 
 // slowest describes the n slowest samples, split at their fetch.
@@ -214,15 +214,6 @@ func slowest(samples []sample, n int) string {
 			ms(x.fetched.Sub(x.commit.Round(0))), ms(x.start.Round(0).Sub(x.fetched))))
 	}
 	return strings.Join(out, ", ") + " (commit→fetch + fetch→start)"
-}
-
-// loadAverage is /proc/loadavg's first three fields.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Join(strings.Fields(string(data))[:3], " ")
 }
 
 // eventBench is one run of BenchmarkEventToWorkerStart.

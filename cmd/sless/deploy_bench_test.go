@@ -11,6 +11,7 @@ import (
 
 	"github.com/slessio/sless/domain"
 	"github.com/slessio/sless/httpapi/client"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store/codestore/ziptest"
 )
 
@@ -118,7 +119,7 @@ func BenchmarkDeploy(b *testing.B) {
 				target = "smoke: no target)"
 			}
 			b.Logf("%s deploy upload → first 200 over %d deploys: p50 %.0f ms, max %.0f ms (%s; medians: %s; load average %s",
-				rt.name, deploys, ms(p50), ms(durPct(total, 100)), target, strings.Join(parts, ", "), loadAverage())
+				rt.name, deploys, ms(p50), ms(durPct(total, 100)), target, strings.Join(parts, ", "), testutil.LoadAverage())
 		})
 	}
 }

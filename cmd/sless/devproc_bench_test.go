@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,14 +150,4 @@ func verdict(got, target float64) string {
 		return "met"
 	}
 	return "missed"
-}
-
-// loadAverage is the machine's load over the last minute (of /proc/loadavg),
-// the condition an absolute number was measured in.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
-		return fmt.Sprintf("%s on %d cores", f[0], runtime.NumCPU())
-	}
-	return "unknown"
 }

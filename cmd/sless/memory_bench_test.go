@@ -155,7 +155,7 @@ func BenchmarkControlPlaneMemory(b *testing.B) {
 	b.Logf("sless dev RSS idle with %d functions (%d built): %.1f MiB after a GC (%s; %.1f MiB before it; idle with none, the reference: %.1f MiB; %+.1f KiB a function)",
 		n, tenants*withCode, mib(full.rssAfterGC), target, mib(full.rssBeforeGC), mib(idle.rssAfterGC), perFn)
 	b.Logf("load average %s; created in %.1f s, built in %.1f s; with %d functions: RssAnon %.1f MiB, RssFile %.1f MiB, VmHWM %.1f MiB; Go heap in use %.1f MiB, stacks %.1f MiB, runtime total (Sys) %.1f MiB, %d goroutines, %d threads",
-		loadAverage(), created.Seconds(), ready.Seconds(), n, mib(full.rssAnon), mib(full.rssFile), mib(full.hwm), mib(full.heapInuse), mib(full.stackInuse), mib(full.sys), full.goroutines, full.threads)
+		testutil.LoadAverage(), created.Seconds(), ready.Seconds(), n, mib(full.rssAnon), mib(full.rssFile), mib(full.hwm), mib(full.heapInuse), mib(full.stackInuse), mib(full.sys), full.goroutines, full.threads)
 	b.Logf("other processes: PostgreSQL is the test server (not counted); the embedded S3 server runs inside sless; its children now: %s", describeTree(dev.pid()))
 	if !testing.Short() {
 		b.Logf("heap in use by allocation site, with %d functions (go tool pprof -top -sample_index=inuse_space):\n%s", n, pprofTop(b, full.profile, 15))

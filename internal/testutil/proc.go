@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -60,4 +61,16 @@ func CPUPerOp(ticks int64, n int) time.Duration {
 		return 0
 	}
 	return time.Duration(ticks) * time.Second / TicksPerSecond / time.Duration(n)
+}
+
+// LoadAverage describes the machine's load for a benchmark's log, e.g.
+// "1.52 1.20 0.98 on 2 CPUs" (the 1, 5 and 15 minute averages), or
+// "unknown".
+func LoadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(data))
+	if err != nil || len(f) < 3 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%s %s %s on %d CPUs", f[0], f[1], f[2], runtime.NumCPU())
 }

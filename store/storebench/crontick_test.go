@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/slessio/sless/domain"
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/outbox"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/workers"
@@ -89,7 +90,7 @@ func BenchmarkCronTick(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("%d cron triggers of %d functions (%d events) and %d completed cron_run jobs of the last 24 h made in %s; load average %s",
-		len(schedules), functions, h.events, fired, time.Since(t0).Round(time.Second), loadAverage())
+		len(schedules), functions, h.events, fired, time.Since(t0).Round(time.Second), testutil.LoadAverage())
 
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	if err != nil {
@@ -138,7 +139,7 @@ func BenchmarkCronTick(b *testing.B) {
 		_, err := s.ListFiringCronTriggers(ctx)
 		return err
 	}))
-	b.Logf("load average: %s", loadAverage())
+	b.Logf("load average: %s", testutil.LoadAverage())
 }
 
 type cronTriggerSchedule struct{ ns, name, schedule string }

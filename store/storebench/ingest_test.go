@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 )
 
@@ -53,7 +54,7 @@ func BenchmarkInvocationIngest(b *testing.B) {
 		inv.EndedAt = inv.StartedAt.Add(inv.Duration)
 		return inv
 	}
-	b.Logf("load average before: %s", loadAverage())
+	b.Logf("load average before: %s", testutil.LoadAverage())
 
 	// Offered 5k/s.
 	const rate = 5000
@@ -148,5 +149,5 @@ func BenchmarkInvocationIngest(b *testing.B) {
 	report(b, wr, "writer-records/s", "writer: %.0f records/s at most (median of 3 rounds of %s)", wr, phase)
 	report(b, raw, "rawcopy-rows/s", "raw COPY: %.0f rows/s (median of 3 rounds of %s, batches of %d, one connection)", raw, phase, batch)
 	report(b, wr/raw, "writer/rawcopy", "writer / raw COPY: %.2f (target ≥ 0.5): %s", wr/raw, verdict(wr/raw >= 0.5))
-	b.Logf("load average after: %s", loadAverage())
+	b.Logf("load average after: %s", testutil.LoadAverage())
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/slessio/sless/internal/testutil"
 	"github.com/slessio/sless/store"
 	"github.com/slessio/sless/store/pgtest"
 )
@@ -78,7 +79,7 @@ func BenchmarkInvocationQueries(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("load average: %s", loadAverage())
+	b.Logf("load average: %s", testutil.LoadAverage())
 	b.Logf("loaded %d invocations into %d daily partitions in %s (%.0f rows/s by COPY, 2 connections), %d MiB with the index; VACUUM ANALYZE %s",
 		rows, len(days), loaded.Round(time.Second), float64(rows)/loaded.Seconds(), size>>20, time.Since(t1).Round(time.Second))
 
@@ -196,5 +197,5 @@ func BenchmarkInvocationQueries(b *testing.B) {
 				query.name, ms(took[q][slowest]), what, mode, plan)
 		}
 	}
-	b.Logf("load average: %s", loadAverage())
+	b.Logf("load average: %s", testutil.LoadAverage())
 }

@@ -3,10 +3,7 @@ package storebench
 import (
 	"context"
 	"fmt"
-	"os"
-	"runtime"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -104,18 +101,4 @@ func processCPU(tb testing.TB) time.Duration {
 		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// loadAverage is the machine's 1, 5 and 15 minute load averages, the
-// conditions of a number measured on a shared machine.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return fmt.Sprintf("%s %s %s (%d CPUs)", f[0], f[1], f[2], runtime.NumCPU())
 }

@@ -36,7 +36,7 @@ func BenchmarkProjectionRebuild(b *testing.B) {
 	h := platformHistory(b, pick(1850, 20))
 	t0 := time.Now()
 	h.append(store.New(pool, nil))
-	b.Logf("appended %d events of %d streams in %s; load average %s", h.events, len(h.streams), time.Since(t0).Round(time.Second), loadAverage())
+	b.Logf("appended %d events of %d streams in %s; load average %s", h.events, len(h.streams), time.Since(t0).Round(time.Second), testutil.LoadAverage())
 
 	s := store.New(pool, nil)
 	var rebuildRates, scanRates []float64
@@ -76,7 +76,7 @@ func BenchmarkProjectionRebuild(b *testing.B) {
 	report(b, rebuild/scan, "rebuild/scan", "rebuild / raw scan: %.3f", rebuild/scan)
 	goCPU, pgCPU := testutil.CPUPerOp(goTicks, 2*h.events), testutil.CPUPerOp(pgTicks, 2*h.events)
 	report(b, float64(goCPU.Nanoseconds())/1000, "rebuild-go-cpu-µs/event", "rebuild CPU per event: this process %s, PostgreSQL backends %s, wall %s; load average %s",
-		goCPU, pgCPU, time.Duration(float64(time.Second)/rebuild), loadAverage())
+		goCPU, pgCPU, time.Duration(float64(time.Second)/rebuild), testutil.LoadAverage())
 	b.ReportMetric(float64(pgCPU.Nanoseconds())/1000, "rebuild-pg-cpu-µs/event")
 }
 
