@@ -19,7 +19,7 @@ import (
 
 // rawExchange sends raw on a new connection to host and reads one response
 // (its trailers included); the body's read error, if any, is in the result.
-func rawExchange(t *testing.T, host, raw string) (*http.Response, string, error) {
+func rawExchange(t testing.TB, host, raw string) (*http.Response, string, error) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", host, 5*time.Second)
 	if err != nil {
